@@ -1,0 +1,953 @@
+package sessionlog
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
+)
+
+// Default limits.
+const (
+	// DefaultMaxRowBytes is the longest row accepted (4 MiB), as dsh's own
+	// OTLP export rejects larger records.
+	DefaultMaxRowBytes = 4 << 20
+	// DefaultMaxDepth is the deepest JSON nesting accepted. Real rows stay
+	// far below it (a tool's JSON schema is the deepest thing dsh writes).
+	DefaultMaxDepth = 128
+	// maxParserDepth is the parser's own fixed limit; ours must stay below.
+	maxParserDepth = fastjson.MaxDepth - 1
+)
+
+// Format is what the decoder knows of the input's dialect and version.
+type Format struct {
+	// Version is the dsh format version 0–4. Meaningful when Known.
+	Version int
+	// Known is true once a header or evidence in the events fixed Version.
+	Known bool
+	// FromHeader is true when Version came from the header line.
+	FromHeader bool
+	// Seed is true for the simplified seed dialect (§11): no header and
+	// seed-only shapes in the events.
+	Seed bool
+}
+
+// String renders the format for people: "v4", "v0 (inferred)", "seed".
+func (f Format) String() string {
+	switch {
+	case f.Seed:
+		return "seed"
+	case !f.Known:
+		return "unknown (v0 rules)"
+	case f.FromHeader:
+		return fmt.Sprintf("v%d", f.Version)
+	default:
+		return fmt.Sprintf("v%d (inferred)", f.Version)
+	}
+}
+
+// RulesVersion is the version whose rules apply: the known version, else 0
+// (§12.1: default to v0 rules; the seed dialect follows v0 rules too).
+func (f Format) RulesVersion() int {
+	if f.Known && !f.Seed {
+		return f.Version
+	}
+	return 0
+}
+
+// UnsupportedVersionError is returned for a header whose version this
+// decoder does not read. It is not corruption: a newer writer made the file.
+type UnsupportedVersionError struct {
+	Line    int
+	Version string
+}
+
+func (e *UnsupportedVersionError) Error() string {
+	return fmt.Sprintf("line %d: unsupported session format version %s (this reader reads 0–4)", e.Line, e.Version)
+}
+
+// RowDecoder turns physical rows into typed events. It holds per-stream
+// state: the format learnt from the header or inferred from evidence, and
+// whether a header was seen. It is not safe for concurrent use.
+type RowDecoder struct {
+	maxRowBytes int
+	maxDepth    int
+	parser      fastjson.Parser
+	format      Format
+	rows        int
+	header      *Header
+}
+
+// NewRowDecoder returns a RowDecoder with the given limits (zero = default).
+func NewRowDecoder(maxRowBytes, maxDepth int) *RowDecoder {
+	if maxRowBytes <= 0 {
+		maxRowBytes = DefaultMaxRowBytes
+	}
+	if maxDepth <= 0 {
+		maxDepth = DefaultMaxDepth
+	}
+	if maxDepth > maxParserDepth {
+		maxDepth = maxParserDepth
+	}
+	return &RowDecoder{maxRowBytes: maxRowBytes, maxDepth: maxDepth}
+}
+
+// Format is the stream's format as known so far.
+func (d *RowDecoder) Format() Format { return d.format }
+
+// Header is the stream's header, if one was read.
+func (d *RowDecoder) Header() *Header { return d.header }
+
+// SetFormat fixes the format, for callers that know it from elsewhere (a
+// header seen in an earlier request of the same session).
+func (d *RowDecoder) SetFormat(f Format) { d.format = f }
+
+// Decode decodes one physical row. line is its 1-based line number; b must
+// not include the newline and is owned by the returned Row from then on.
+// The only error is *UnsupportedVersionError; everything else wrong with a
+// row is a Violation in Row.Problems.
+func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
+	d.rows++
+	r := &Row{Line: line, Bytes: b}
+	if len(b) > d.maxRowBytes {
+		r.Kind = RowInvalid
+		r.problem(-1, CodeRowTooLong, fmt.Sprintf("row of %d bytes exceeds the limit of %d bytes", len(b), d.maxRowBytes))
+		return r, nil
+	}
+	if !utf8.Valid(b) {
+		r.Kind = RowInvalid
+		r.problem(-1, CodeUTF8Invalid, fmt.Sprintf("row is not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b)))
+		return r, nil
+	}
+	syntax, lossless := checkJSON(b, d.maxDepth)
+	if syntax != nil {
+		r.Kind = RowInvalid
+		r.problem(-1, syntax.code, fmt.Sprintf("%s at byte %d", syntax.msg, syntax.offset))
+		return r, nil
+	}
+	v, err := d.parser.ParseBytes(b)
+	if err != nil { // checkJSON accepted it, so this is the parser's own limit
+		r.Kind = RowInvalid
+		r.problem(-1, CodeJSONInvalid, err.Error())
+		return r, nil
+	}
+	if v.Type() != fastjson.TypeObject {
+		r.Kind = RowInvalid
+		r.problem(-1, CodeRowNotObject, fmt.Sprintf("row is a JSON %s, not an object", v.Type()))
+		return r, nil
+	}
+	env := d.unwrap(r, v)
+	if env == nil {
+		return r, nil
+	}
+	if err := d.decodeRecord(r, env); err != nil {
+		return r, err
+	}
+	if lossless != nil && r.Kind != RowInvalid {
+		r.problem(r.firstSeq(), lossless.code, fmt.Sprintf("%s (byte %d)", lossless.msg, lossless.offset))
+	}
+	return r, nil
+}
+
+func (r *Row) problem(seq int64, code, msg string) {
+	r.Problems = append(r.Problems, Violation{Line: r.Line, Seq: seq, Code: code, Message: msg})
+}
+
+func (r *Row) firstSeq() int64 {
+	if len(r.Events) > 0 {
+		return r.Events[0].Seq
+	}
+	return -1
+}
+
+func firstInvalidUTF8(b []byte) int {
+	for i := 0; i < len(b); {
+		c, size := utf8.DecodeRune(b[i:])
+		if c == utf8.RuneError && size <= 1 {
+			return i
+		}
+		i += size
+	}
+	return -1
+}
+
+// unwrap recognises the line wrappers of §9 and returns the record inside,
+// or nil when the row carries none (then r is complete).
+func (d *RowDecoder) unwrap(r *Row, v *fastjson.Value) *fastjson.Value {
+	typ := string(v.GetStringBytes("type"))
+	if m := v.Get("method"); m != nil && v.Get("type") == nil {
+		r.Wrapper = WrapJSONRPC
+		r.Method = string(m.GetStringBytes())
+		params := v.Get("params")
+		if params != nil {
+			r.SessionID = string(params.GetStringBytes("sessionId"))
+		}
+		if r.Method != "session.event" {
+			r.Kind = RowOther
+			return nil
+		}
+		ev := params.Get("event")
+		if r.SessionID == "" || ev == nil || ev.Type() != fastjson.TypeObject {
+			r.Kind = RowInvalid
+			r.problem(-1, CodeWrapperInvalid, "session.event notification needs params.sessionId (string) and params.event (object)")
+			return nil
+		}
+		return ev
+	}
+	if v.Get("method") == nil && v.Get("id") != nil && v.Get("type") == nil && v.Get("event") == nil {
+		// A JSON-RPC response or request without a method we track.
+		r.Wrapper = WrapJSONRPC
+		r.Kind = RowOther
+		return nil
+	}
+	switch typ {
+	case "session_event":
+		r.Wrapper = WrapStreamJSON
+		r.Method = typ
+		r.SessionID = string(v.GetStringBytes("sessionId"))
+		ev := v.Get("event")
+		if r.SessionID == "" || ev == nil || ev.Type() != fastjson.TypeObject {
+			r.Kind = RowInvalid
+			r.problem(-1, CodeWrapperInvalid, "session_event line needs sessionId (string) and event (object)")
+			return nil
+		}
+		return ev
+	case "result":
+		r.Wrapper = WrapStreamJSON
+		r.Method = typ
+		r.SessionID = string(v.GetStringBytes("sessionId"))
+		r.Kind = RowOther
+		return nil
+	}
+	if v.Get("type") == nil && v.Get("event") != nil {
+		r.Wrapper = WrapEnvelope
+		r.SessionID = string(v.GetStringBytes("sessionId"))
+		ev := v.Get("event")
+		if r.SessionID == "" || ev.Type() != fastjson.TypeObject {
+			r.Kind = RowInvalid
+			r.problem(-1, CodeWrapperInvalid, "{sessionId, event} line needs sessionId (string) and event (object)")
+			return nil
+		}
+		return ev
+	}
+	return v
+}
+
+// decodeRecord decodes a header, packed row or event record.
+func (d *RowDecoder) decodeRecord(r *Row, v *fastjson.Value) error {
+	tv := v.Get("type")
+	if tv == nil || tv.Type() != fastjson.TypeString {
+		r.Kind = RowInvalid
+		r.problem(seqOf(v), CodeEnvelopeInvalid, "record has no string \"type\"")
+		return nil
+	}
+	typ := string(tv.GetStringBytes())
+	switch typ {
+	case "session":
+		return d.decodeHeader(r, v)
+	case "text-chunks", "reasoning-chunks", "tool-call-chunks":
+		if v.Get("seq0") != nil || v.Get("seq") == nil {
+			d.evidence(0, false)
+			d.decodePacked(r, v, typ)
+			return nil
+		}
+	}
+	r.Kind = RowEvent
+	r.Events = make([]Event, 1)
+	e := &r.Events[0]
+	e.Row = r
+	e.Type = typ
+	d.decodeEnvelope(r, e, v)
+	return nil
+}
+
+func seqOf(v *fastjson.Value) int64 {
+	if s := v.Get("seq"); s != nil {
+		if n, err := s.Int64(); err == nil && n >= 0 {
+			return n
+		}
+	}
+	return -1
+}
+
+// evidence upgrades the inferred version (§12.1) unless a header fixed it.
+func (d *RowDecoder) evidence(version int, seed bool) {
+	if d.format.FromHeader {
+		return
+	}
+	if seed {
+		d.format.Seed = true
+	}
+	if !d.format.Known || version > d.format.Version {
+		d.format.Version = version
+		d.format.Known = true
+	}
+}
+
+var headerKeysV2 = map[string]bool{
+	"type": true, "version": true, "id": true, "createdAt": true, "isSeeded": true,
+	"delegationDepth": true, "cwd": true, "parentSession": true, "origin": true, "agentPreset": true,
+}
+
+func (d *RowDecoder) decodeHeader(r *Row, v *fastjson.Value) error {
+	r.Kind = RowHeader
+	h := &Header{}
+	r.Header = h
+	if d.rows != 1 {
+		r.problem(-1, CodeHeaderMisplaced, "a session header may only be the first row")
+	}
+	if vv := v.Get("version"); vv != nil {
+		n, err := vv.Int()
+		if err != nil || n < 0 || n > 4 {
+			return &UnsupportedVersionError{Line: r.Line, Version: string(vv.MarshalTo(nil))}
+		}
+		h.Version, h.HasVersion = n, true
+	}
+	bad := func(msg string) { r.problem(-1, CodeHeaderInvalid, msg) }
+	h.ID = string(v.GetStringBytes("id"))
+	if h.ID == "" {
+		bad("header needs a non-empty string \"id\"")
+	}
+	r.SessionID = h.ID
+	if n, ok := intField(v, "createdAt"); ok {
+		h.CreatedAt = n
+	} else {
+		bad("header needs an integer \"createdAt\"")
+	}
+	if n, ok := intField(v, "delegationDepth"); ok {
+		h.DelegationDepth = n
+	} else if h.Version >= 2 {
+		// Required on disk by the format, but early v0 writers omitted it.
+		bad("header needs an integer \"delegationDepth\"")
+	}
+	h.Cwd = string(v.GetStringBytes("cwd"))
+	h.ParentSession = string(v.GetStringBytes("parentSession"))
+	h.Origin = string(v.GetStringBytes("origin"))
+	h.AgentPreset = string(v.GetStringBytes("agentPreset"))
+	if n, ok := intField(v, "seedLength"); ok {
+		h.SeedLength, h.HasSeedLength = n, true
+	}
+	if b := v.Get("isSeeded"); b != nil {
+		bv, err := b.Bool()
+		if err != nil {
+			bad("header \"isSeeded\" must be a boolean")
+		}
+		h.IsSeeded, h.HasIsSeeded = bv, true
+	}
+	if h.Version >= 2 {
+		if !h.HasIsSeeded {
+			bad(fmt.Sprintf("a v%d header needs a boolean \"isSeeded\"", h.Version))
+		}
+		v.GetObject().Visit(func(k []byte, _ *fastjson.Value) {
+			if !headerKeysV2[string(k)] {
+				bad(fmt.Sprintf("a v%d header may not carry %q", h.Version, k))
+			}
+		})
+	} else {
+		for _, k := range []string{"sandboxMode", "approvalPolicy"} {
+			if v.Get(k) != nil {
+				bad(fmt.Sprintf("a v%d header may not carry %q", h.Version, k))
+			}
+		}
+	}
+	d.header = h
+	d.format = Format{Version: h.Version, Known: true, FromHeader: true}
+	return nil
+}
+
+// intField reads a safe integer member.
+func intField(v *fastjson.Value, key string) (int64, bool) {
+	f := v.Get(key)
+	if f == nil || f.Type() != fastjson.TypeNumber {
+		return 0, false
+	}
+	n, err := f.Int64()
+	if err != nil || n > maxSafeInteger || n < -maxSafeInteger {
+		return 0, false
+	}
+	return n, true
+}
+
+var envelopeKeysV2 = map[string]bool{
+	"type": true, "seq": true, "time": true, "data": true,
+	"ignorable": true, "surfaceOp": true, "sourceEventSeqs": true,
+}
+
+// decodeEnvelope fills e from an event record (§3) and its typed payload.
+func (d *RowDecoder) decodeEnvelope(r *Row, e *Event, v *fastjson.Value) {
+	e.Seq = -1
+	if n, ok := intField(v, "seq"); ok && n >= 0 {
+		e.Seq = n
+	} else {
+		r.Kind = RowInvalid
+		r.Events = nil
+		r.problem(-1, CodeEnvelopeInvalid, fmt.Sprintf("%s event has no non-negative integer \"seq\"", e.Type))
+		return
+	}
+	if n, ok := intField(v, "time"); ok {
+		e.Time = n
+	} else {
+		r.problem(e.Seq, CodeEnvelopeInvalid, fmt.Sprintf("%s event has no integer \"time\"", e.Type))
+	}
+	if ig := v.Get("ignorable"); ig != nil {
+		if ig.Type() != fastjson.TypeTrue {
+			r.problem(e.Seq, CodeEnvelopeInvalid, "\"ignorable\" may only be the literal true")
+		}
+		e.Ignorable = true
+	}
+	data := v.Get("data")
+	if data == nil {
+		r.problem(e.Seq, CodeEnvelopeInvalid, fmt.Sprintf("%s event has no \"data\"", e.Type))
+	}
+	if d.format.RulesVersion() >= 2 {
+		v.GetObject().Visit(func(k []byte, _ *fastjson.Value) {
+			if !envelopeKeysV2[string(k)] {
+				r.problem(e.Seq, CodeEnvelopeExtraKeys, fmt.Sprintf("the v2+ envelope is closed; %q is not allowed", k))
+			}
+		})
+	}
+	if op := v.Get("surfaceOp"); op != nil {
+		d.decodeSurfaceOp(r, e, op)
+	}
+	if src := v.Get("sourceEventSeqs"); src != nil {
+		decodeSources(r, e, src)
+	}
+	if data != nil && data.Type() == fastjson.TypeObject {
+		d.decodeData(r, e, data)
+	}
+}
+
+func (d *RowDecoder) decodeSurfaceOp(r *Row, e *Event, op *fastjson.Value) {
+	if op.Type() == fastjson.TypeString {
+		if string(op.GetStringBytes()) == "append" {
+			e.Surface.Kind = SurfaceAppend
+			return
+		}
+		e.Surface.Kind = SurfaceInvalid
+		r.problem(e.Seq, CodeSurfaceOpInvalid, fmt.Sprintf("unknown surfaceOp %s", op.MarshalTo(nil)))
+		return
+	}
+	if op.Type() == fastjson.TypeObject && string(op.GetStringBytes("op")) == "replace" {
+		obj := op.GetObject()
+		a, okA := intField(op, "startSeq")
+		b, okB := intField(op, "endSeq")
+		if okA && okB && obj.Len() == 3 {
+			e.Surface = SurfaceOp{Kind: SurfaceReplace, Start: a, End: b, SeqKeys: true}
+			d.evidence(3, false)
+			return
+		}
+		a, okA = intField(op, "start")
+		b, okB = intField(op, "end")
+		if okA && okB && obj.Len() == 3 {
+			e.Surface = SurfaceOp{Kind: SurfaceReplace, Start: a, End: b}
+			return
+		}
+	}
+	e.Surface.Kind = SurfaceInvalid
+	r.problem(e.Seq, CodeSurfaceOpInvalid, fmt.Sprintf("surfaceOp %s is neither \"append\" nor {op:\"replace\", start/end or startSeq/endSeq}", op.MarshalTo(nil)))
+}
+
+// decodeSources expands sourceEventSeqs (§4.2) and checks the rules that
+// need nothing but the event itself.
+func decodeSources(r *Row, e *Event, src *fastjson.Value) {
+	e.HasSources = true
+	arr, err := src.Array()
+	if err != nil {
+		r.problem(e.Seq, CodeSourcesInvalid, "sourceEventSeqs must be an array")
+		return
+	}
+	bad := func(msg string) { r.problem(e.Seq, CodeSourcesInvalid, msg) }
+	out := make([]int64, 0, len(arr))
+	for _, el := range arr {
+		switch el.Type() {
+		case fastjson.TypeNumber:
+			n, err := el.Int64()
+			if err != nil || n < 0 || n > maxSafeInteger {
+				bad(fmt.Sprintf("sourceEventSeqs element %s is not a seq", el.MarshalTo(nil)))
+				return
+			}
+			out = append(out, n)
+		case fastjson.TypeArray:
+			pair := el.GetArray()
+			if len(pair) != 2 {
+				bad(fmt.Sprintf("sourceEventSeqs range %s must be [first, last]", el.MarshalTo(nil)))
+				return
+			}
+			a, errA := pair[0].Int64()
+			b, errB := pair[1].Int64()
+			if errA != nil || errB != nil || a < 0 || a > b {
+				bad(fmt.Sprintf("sourceEventSeqs range %s needs integers first ≤ last", el.MarshalTo(nil)))
+				return
+			}
+			if e.Seq >= 0 && b >= e.Seq {
+				bad(fmt.Sprintf("sourceEventSeqs range %s reaches seq %d, not earlier than the event", el.MarshalTo(nil), b))
+				return
+			}
+			e.SourcesRanged = true
+			for n := a; n <= b; n++ {
+				out = append(out, n)
+			}
+		default:
+			bad(fmt.Sprintf("sourceEventSeqs element %s is neither a seq nor a [first, last] range", el.MarshalTo(nil)))
+			return
+		}
+	}
+	e.Sources = out
+	for i, n := range out {
+		if e.Seq >= 0 && n >= e.Seq {
+			bad(fmt.Sprintf("sourceEventSeqs cites seq %d, not earlier than the event", n))
+			return
+		}
+		if e.SourcesRanged && i > 0 && n <= out[i-1] {
+			bad("a range-encoded sourceEventSeqs must be strictly increasing")
+			return
+		}
+	}
+	if !e.SourcesRanged && len(out) > 1 {
+		seen := make(map[int64]struct{}, len(out))
+		for _, n := range out {
+			if _, dup := seen[n]; dup {
+				bad(fmt.Sprintf("sourceEventSeqs cites seq %d twice", n))
+				return
+			}
+			seen[n] = struct{}{}
+		}
+	}
+}
+
+// decodeData reads the typed payload fields the validator and engine need.
+func (d *RowDecoder) decodeData(r *Row, e *Event, data *fastjson.Value) {
+	if n, ok := intField(data, "turn"); ok {
+		e.Turn, e.HasTurn = n, true
+	}
+	if n, ok := intField(data, "step"); ok {
+		e.Step, e.HasStep = n, true
+	}
+	switch e.Type {
+	case "turn/end":
+		e.Reason = decodeReason(data.Get("reason"))
+		if e.Reason.Kind == "forked" {
+			d.evidence(4, false)
+		}
+	case "tool/call":
+		e.CallID = string(data.GetStringBytes("callId"))
+		e.ToolName = string(data.GetStringBytes("name"))
+		e.Arguments = string(data.GetStringBytes("arguments"))
+	case "tool/result":
+		d.decodeToolResult(e, data)
+	case "user/message":
+		e.Role = string(data.GetStringBytes("role"))
+		e.MessageID = string(data.GetStringBytes("id"))
+		e.SourceKind = string(data.GetStringBytes("source", "kind"))
+		e.ContentEmpty = len(data.GetArray("content")) == 0
+		if data.Get("id") == nil {
+			d.evidence(0, true)
+		}
+	case "system/message", "developer/message":
+		msg := data.Get("message")
+		e.Role = string(msg.GetStringBytes("role"))
+		e.MessageID = string(msg.GetStringBytes("id"))
+		e.SourceKind = string(msg.GetStringBytes("source", "kind"))
+		e.ContentEmpty = len(msg.GetArray("content")) == 0
+		if e.Type == "developer/message" {
+			d.evidence(4, false)
+		} else {
+			d.evidence(3, false)
+		}
+	case "assistant/message":
+		d.decodeAssistantMessage(e, data)
+	case "assistant/attempt":
+		d.evidence(2, false)
+		e.Stream = decodeStream(data.Get("stream"))
+	case "assistant/chunk":
+		d.evidence(0, false)
+		e.Chunk = decodeChunk(data.Get("chunk"))
+	case "request/header":
+		e.Provider = string(data.GetStringBytes("header", "config", "provider"))
+		e.Model = string(data.GetStringBytes("header", "config", "model"))
+	case "request/context":
+		e.Provider = string(data.GetStringBytes("provider"))
+		e.Model = string(data.GetStringBytes("model"))
+	case "tool/ptc-dispatch-start", "tool/ptc-dispatch", "tool/code-dispatch-start", "tool/code-dispatch":
+		e.SubCallID = string(data.GetStringBytes("subCallId"))
+		e.CallID = string(data.GetStringBytes("parentCallId"))
+		e.RootCallID = string(data.GetStringBytes("rootCallId"))
+		e.ToolName = string(data.GetStringBytes("name"))
+		e.IsError = data.GetBool("isError")
+		e.ErrorCode = string(data.GetStringBytes("error", "code"))
+	case "llm/retry":
+		e.Provider = string(data.GetStringBytes("provider"))
+		if n, ok := intField(data, "retry"); ok {
+			e.Retry = n
+		}
+		e.Failure = decodeFailure(data.Get("failure"))
+	case "llm/retry-started":
+		if n, ok := intField(data, "retry"); ok {
+			e.Retry = n
+		}
+	case "session/end-seed":
+		e.Inherited = data.GetBool("inherited")
+	case "approval/asked":
+		e.CallID = string(data.GetStringBytes("callId"))
+		e.ToolName = string(data.GetStringBytes("toolName"))
+	}
+}
+
+// messageOf is data.message, or data itself for the earliest v0 writers,
+// which put the message's fields (content, callId, …) straight into data.
+func messageOf(data *fastjson.Value) *fastjson.Value {
+	if m := data.Get("message"); m != nil {
+		return m
+	}
+	return data
+}
+
+func (d *RowDecoder) decodeToolResult(e *Event, data *fastjson.Value) {
+	msg := messageOf(data)
+	e.Role = string(msg.GetStringBytes("role"))
+	e.MessageID = string(msg.GetStringBytes("id"))
+	e.SourceKind = string(msg.GetStringBytes("source", "kind"))
+	e.SyntheticResult = strings.HasPrefix(e.MessageID, "interrupted-tool-result-")
+	// Call id, first of: toolCallId, source.callId, the tool-result block (§12.2 #6).
+	block := msg.Get("content", "0")
+	switch {
+	case msg.Get("toolCallId") != nil:
+		e.CallID = string(msg.GetStringBytes("toolCallId"))
+		if e.Role == "tool" {
+			d.evidence(4, false)
+		}
+	case msg.Get("source", "callId") != nil:
+		e.CallID = string(msg.GetStringBytes("source", "callId"))
+	case msg.Get("callId") != nil:
+		e.CallID = string(msg.GetStringBytes("callId"))
+	case block != nil && string(block.GetStringBytes("type")) == "tool-result":
+		e.CallID = string(block.GetStringBytes("toolCallId"))
+	}
+	// Error flag (§12.2 #7).
+	switch {
+	case msg.Get("isError") != nil:
+		e.IsError = msg.GetBool("isError")
+	case block != nil && block.Get("isError") != nil:
+		e.IsError = block.GetBool("isError")
+	default:
+		e.IsError = data.Get("error") != nil
+	}
+	e.ErrorCode = string(data.GetStringBytes("error", "code"))
+	if tn := msg.Get("toolName"); tn != nil {
+		e.ToolName = string(tn.GetStringBytes())
+		d.evidence(0, true)
+	}
+	if msg.Get("content") != nil && msg.Get("content").Type() == fastjson.TypeString {
+		d.evidence(0, true)
+	}
+}
+
+func (d *RowDecoder) decodeAssistantMessage(e *Event, data *fastjson.Value) {
+	msg := messageOf(data)
+	e.Role = string(msg.GetStringBytes("role"))
+	e.MessageID = string(msg.GetStringBytes("id"))
+	e.SourceKind = string(msg.GetStringBytes("source", "kind"))
+	e.Provider = string(msg.GetStringBytes("source", "provider"))
+	e.Model = string(msg.GetStringBytes("source", "model"))
+	content := msg.GetArray("content")
+	e.ContentEmpty = len(content) == 0
+	for _, b := range content {
+		switch string(b.GetStringBytes("type")) {
+		case "tool-call":
+			e.Advertised = append(e.Advertised, ToolCallRef{
+				ID:        string(b.GetStringBytes("id")),
+				Name:      string(b.GetStringBytes("name")),
+				Arguments: string(b.GetStringBytes("arguments")),
+			})
+		case "tool_use":
+			d.evidence(0, true)
+			var args string
+			if in := b.Get("input"); in != nil {
+				args = string(in.MarshalTo(nil))
+			}
+			e.Advertised = append(e.Advertised, ToolCallRef{
+				ID:        string(b.GetStringBytes("id")),
+				Name:      string(b.GetStringBytes("name")),
+				Arguments: args,
+			})
+		}
+	}
+	e.Usage = decodeUsage(data.Get("usage"))
+	e.Interrupted = data.GetBool("interrupted")
+	if s := data.Get("stream"); s != nil {
+		d.evidence(2, false)
+		e.Stream = decodeStream(s)
+	}
+}
+
+func decodeUsage(u *fastjson.Value) *Usage {
+	if u == nil || u.Type() != fastjson.TypeObject {
+		return nil
+	}
+	get := func(k string) int64 { n, _ := intField(u, k); return n }
+	return &Usage{
+		InputTokens:      get("inputTokens"),
+		OutputTokens:     get("outputTokens"),
+		TotalTokens:      get("totalTokens"),
+		CacheReadTokens:  get("cacheReadTokens"),
+		CacheWriteTokens: get("cacheWriteTokens"),
+		ReasoningTokens:  get("reasoningTokens"),
+	}
+}
+
+func decodeFailure(f *fastjson.Value) *Failure {
+	if f == nil || f.Type() != fastjson.TypeObject {
+		return nil
+	}
+	st, _ := intField(f, "status")
+	return &Failure{
+		Code:    string(f.GetStringBytes("code")),
+		Message: string(f.GetStringBytes("message")),
+		Status:  st,
+	}
+}
+
+func decodeReason(v *fastjson.Value) Reason {
+	if v == nil {
+		return Reason{}
+	}
+	if v.Type() == fastjson.TypeString { // seed dialect: a bare word
+		return Reason{Kind: string(v.GetStringBytes())}
+	}
+	r := Reason{Kind: string(v.GetStringBytes("kind"))}
+	switch r.Kind {
+	case "aborted":
+		r.Cause = string(v.GetStringBytes("reason", "kind"))
+		r.HookReason = string(v.GetStringBytes("reason", "reason"))
+	case "error":
+		r.Failure = decodeFailure(v.Get("error"))
+	}
+	return r
+}
+
+func decodeFinish(c *fastjson.Value) *Finish {
+	reason := c.Get("reason")
+	f := &Finish{Kind: string(reason.GetStringBytes("kind"))}
+	f.Failure = decodeFailure(reason.Get("failure"))
+	return f
+}
+
+// decodeChunk reads a StreamChunk (§8.3).
+func decodeChunk(c *fastjson.Value) *Chunk {
+	if c == nil || c.Type() != fastjson.TypeObject {
+		return &Chunk{}
+	}
+	ch := &Chunk{Type: string(c.GetStringBytes("type"))}
+	if n, ok := intField(c, "index"); ok {
+		ch.Index, ch.HasIndex = n, true
+	}
+	switch ch.Type {
+	case "text-delta", "reasoning-delta":
+		ch.DeltaBytes = len(c.GetStringBytes("text"))
+	case "tool-call-delta":
+		ch.ID = string(c.GetStringBytes("id"))
+		ch.Name = string(c.GetStringBytes("name"))
+		if a := c.Get("argumentsDelta"); a != nil {
+			ch.DeltaBytes = len(a.GetStringBytes())
+		} else {
+			ch.DeltaBytes = len(c.GetStringBytes("arguments")) // seed dialect
+		}
+	case "usage":
+		ch.Usage = decodeUsage(c.Get("usage"))
+	case "finish":
+		ch.Finish = decodeFinish(c)
+	}
+	return ch
+}
+
+// decodeStream summarizes an embedded stream (§4.3).
+func decodeStream(s *fastjson.Value) *Stream {
+	st := &Stream{}
+	recs := s.GetArray()
+	st.Records = len(recs)
+	at := func(t int64) {
+		if !st.HasTimes {
+			st.FirstTime, st.LastTime, st.HasTimes = t, t, true
+			return
+		}
+		st.LastTime = t
+	}
+	for _, rec := range recs {
+		switch string(rec.GetStringBytes("type")) {
+		case "text-chunks", "reasoning-chunks", "tool-call-chunks":
+			t, _ := intField(rec, "time0")
+			members := rec.GetArray("texts")
+			if members == nil {
+				members = rec.GetArray("args")
+			}
+			dt := rec.GetArray("dt")
+			for k, m := range members {
+				if k > 0 && k-1 < len(dt) {
+					n, _ := dt[k-1].Int64()
+					t += n
+				}
+				at(t)
+				st.Chunks++
+				if !st.HasDelta && len(m.GetStringBytes()) > 0 {
+					st.FirstDeltaTime, st.HasDelta = t, true
+				}
+			}
+		case "chunk":
+			t, _ := intField(rec, "time")
+			at(t)
+			st.Chunks++
+			c := rec.Get("chunk")
+			switch string(c.GetStringBytes("type")) {
+			case "usage":
+				st.Usage = decodeUsage(c.Get("usage"))
+			case "finish":
+				st.Finish = decodeFinish(c)
+			case "text-delta", "reasoning-delta":
+				if !st.HasDelta && len(c.GetStringBytes("text")) > 0 {
+					st.FirstDeltaTime, st.HasDelta = t, true
+				}
+			case "tool-call-delta":
+				if !st.HasDelta && len(c.GetStringBytes("argumentsDelta")) > 0 {
+					st.FirstDeltaTime, st.HasDelta = t, true
+				}
+			}
+		default: // unknown record: keep its time for timing (§12.3)
+			if t, ok := intField(rec, "time"); ok {
+				at(t)
+			} else if t, ok := intField(rec, "time0"); ok {
+				at(t)
+			}
+		}
+	}
+	return st
+}
+
+var (
+	packedKeysText = map[string]bool{"turn": true, "step": true, "index": true, "dt": true, "texts": true}
+	packedKeysTool = map[string]bool{"turn": true, "step": true, "index": true, "dt": true, "id": true, "name": true, "args": true}
+)
+
+// decodePacked validates a v0/v1 packed chunk row against its exact schema
+// and expands it into its assistant/chunk events (§4.1).
+func (d *RowDecoder) decodePacked(r *Row, v *fastjson.Value, typ string) {
+	r.Kind = RowPacked
+	fail := func(seq int64, msg string) {
+		r.Kind = RowInvalid
+		r.Events = nil
+		r.problem(seq, CodePackedRowInvalid, msg)
+	}
+	seq0, ok := intField(v, "seq0")
+	if !ok || seq0 < 0 {
+		fail(-1, typ+" row needs a non-negative integer \"seq0\"")
+		return
+	}
+	if v.GetObject().Len() != 4 || v.Get("time0") == nil || v.Get("data") == nil {
+		fail(seq0, typ+" row must have exactly the keys type, seq0, time0, data")
+		return
+	}
+	time0, ok := intField(v, "time0")
+	if !ok {
+		fail(seq0, typ+" row needs an integer \"time0\"")
+		return
+	}
+	data := v.Get("data")
+	if data.Type() != fastjson.TypeObject {
+		fail(seq0, typ+" row data must be an object")
+		return
+	}
+	allowed, membersKey := packedKeysText, "texts"
+	if typ == "tool-call-chunks" {
+		allowed, membersKey = packedKeysTool, "args"
+	}
+	var extra string
+	data.GetObject().Visit(func(k []byte, _ *fastjson.Value) {
+		if !allowed[string(k)] && extra == "" {
+			extra = string(k)
+		}
+	})
+	if extra != "" {
+		fail(seq0, fmt.Sprintf("%s row data may not carry %q", typ, extra))
+		return
+	}
+	turn, okT := intField(data, "turn")
+	step, okS := intField(data, "step")
+	index, okI := intField(data, "index")
+	if !okT || !okS || !okI {
+		fail(seq0, typ+" row data needs integer turn, step and index")
+		return
+	}
+	members := data.GetArray(membersKey)
+	if len(members) == 0 {
+		fail(seq0, fmt.Sprintf("%s row needs a non-empty %q array", typ, membersKey))
+		return
+	}
+	dt := data.Get("dt")
+	if dt == nil || dt.Type() != fastjson.TypeArray || len(dt.GetArray()) != len(members)-1 {
+		fail(seq0, fmt.Sprintf("%s row needs \"dt\" with %d entries (members − 1)", typ, len(members)-1))
+		return
+	}
+	var id, name string
+	hasName := false
+	if typ == "tool-call-chunks" {
+		idv := data.Get("id")
+		if idv == nil || idv.Type() != fastjson.TypeString {
+			fail(seq0, "tool-call-chunks row needs a string \"id\"")
+			return
+		}
+		id = string(idv.GetStringBytes())
+		if nv := data.Get("name"); nv != nil {
+			if nv.Type() != fastjson.TypeString {
+				fail(seq0, "tool-call-chunks row \"name\" must be a string")
+				return
+			}
+			name, hasName = string(nv.GetStringBytes()), true
+		}
+	}
+	_ = hasName
+	chunkType := map[string]string{"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta", "tool-call-chunks": "tool-call-delta"}[typ]
+	events := make([]Event, len(members))
+	chunks := make([]Chunk, len(members))
+	t := time0
+	dts := dt.GetArray()
+	for k, m := range members {
+		if m.Type() != fastjson.TypeString {
+			fail(seq0+int64(k), fmt.Sprintf("%s member %d is not a string", membersKey, k))
+			return
+		}
+		if k > 0 {
+			n, err := dts[k-1].Int64()
+			if err != nil || n > maxSafeInteger || n < -maxSafeInteger {
+				fail(seq0+int64(k), fmt.Sprintf("dt[%d] is not a safe integer", k-1))
+				return
+			}
+			t += n
+			if t > maxSafeInteger || t < -maxSafeInteger {
+				fail(seq0+int64(k), "reconstructed time is not a safe integer")
+				return
+			}
+		}
+		chunks[k] = Chunk{Type: chunkType, Index: index, HasIndex: true, DeltaBytes: len(m.GetStringBytes()), ID: id, Name: name}
+		events[k] = Event{
+			Row: r, Member: k, Type: "assistant/chunk",
+			Seq: seq0 + int64(k), Time: t,
+			Turn: turn, Step: step, HasTurn: true, HasStep: true,
+			Chunk: &chunks[k],
+		}
+	}
+	r.Events = events
+}
+
+// IsSurfaceType reports whether events of type typ are surface events in
+// format version v (§5.1).
+func IsSurfaceType(typ string, v int) bool {
+	switch typ {
+	case "user/message", "assistant/message", "tool/result":
+		return true
+	case "system/message":
+		return v >= 3
+	case "developer/message":
+		return v >= 4
+	}
+	return false
+}

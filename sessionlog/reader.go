@@ -1,0 +1,213 @@
+package sessionlog
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// zstdMagic starts every Zstandard frame.
+var zstdMagic = []byte{0x28, 0xB5, 0x2F, 0xFD}
+
+// Options configure a Decoder.
+type Options struct {
+	// MaxRowBytes is the longest row accepted; longer rows become a
+	// ROW_TOO_LONG problem and are skipped without being held in memory.
+	// Zero means DefaultMaxRowBytes.
+	MaxRowBytes int
+	// MaxDepth is the deepest JSON nesting accepted (zero: DefaultMaxDepth).
+	MaxDepth int
+	// DecodeUnterminated decodes a final row that lacks its newline (an
+	// HTTP body, a hand-made file). By default such a row is a torn tail:
+	// reported through Tail, not decoded, as dsh itself discards it.
+	DecodeUnterminated bool
+}
+
+// Tail describes a torn tail (§1.5): a final record without its newline or
+// an incomplete final zstd frame. It is a crash or a write in progress, not
+// corruption.
+type Tail struct {
+	// Line is the line number the torn record would have had.
+	Line int
+	// Bytes is the number of decompressed bytes left over.
+	Bytes int
+	// Frame is true when the compressed stream ended inside a frame.
+	Frame bool
+}
+
+func (t *Tail) String() string {
+	if t.Frame {
+		return fmt.Sprintf("line %d: torn tail: incomplete final zstd frame (%d decoded bytes without newline)", t.Line, t.Bytes)
+	}
+	return fmt.Sprintf("line %d: torn tail: final record of %d bytes has no newline", t.Line, t.Bytes)
+}
+
+// Decoder reads a session log stream row by row: plain NDJSON or zstd
+// frames (detected by their magic bytes), with or without a header, bare or
+// in line wrappers. Memory is bounded by the longest row, not the stream.
+type Decoder struct {
+	opts       Options
+	src        *bufio.Reader
+	zr         *zstd.Decoder
+	br         *bufio.Reader
+	rows       *RowDecoder
+	line       int
+	offset     int64
+	tail       *Tail
+	done       bool
+	compressed bool
+	consumed   int64 // bytes the last readLine consumed, newline included
+}
+
+// NewDecoder returns a Decoder reading r. It sniffs the first bytes for
+// zstd; a corrupt compressed stream is reported by Next.
+func NewDecoder(r io.Reader, opts Options) (*Decoder, error) {
+	if opts.MaxRowBytes <= 0 {
+		opts.MaxRowBytes = DefaultMaxRowBytes
+	}
+	d := &Decoder{opts: opts, rows: NewRowDecoder(opts.MaxRowBytes, opts.MaxDepth)}
+	d.src = bufio.NewReaderSize(r, 64<<10)
+	head, err := d.src.Peek(4)
+	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, err
+	}
+	if bytes.Equal(head, zstdMagic) {
+		zr, err := zstd.NewReader(d.src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxWindow(64<<20))
+		if err != nil {
+			return nil, err
+		}
+		d.zr = zr
+		d.compressed = true
+		d.br = bufio.NewReaderSize(zr, 64<<10)
+	} else {
+		d.br = d.src
+	}
+	return d, nil
+}
+
+// Close releases the zstd decoder, if any.
+func (d *Decoder) Close() {
+	if d.zr != nil {
+		d.zr.Close()
+	}
+}
+
+// Compressed reports whether the input is zstd.
+func (d *Decoder) Compressed() bool { return d.compressed }
+
+// Format is the stream's format as known so far.
+func (d *Decoder) Format() Format { return d.rows.Format() }
+
+// Header is the header row's content, if the stream has one.
+func (d *Decoder) Header() *Header { return d.rows.Header() }
+
+// Tail is the torn tail found at the end of the input, if any. It is set
+// once Next has returned io.EOF.
+func (d *Decoder) Tail() *Tail { return d.tail }
+
+// CorruptError is a compressed stream that cannot be decoded (not a torn
+// tail: a checksum mismatch, an invalid frame).
+type CorruptError struct {
+	Line int
+	Err  error
+}
+
+func (e *CorruptError) Error() string {
+	return fmt.Sprintf("line %d: undecodable zstd stream: %v", e.Line, e.Err)
+}
+
+func (e *CorruptError) Unwrap() error { return e.Err }
+
+// Next returns the next row. It returns io.EOF at the end of input; other
+// errors are fatal for the stream: I/O errors, *CorruptError and
+// *UnsupportedVersionError. A row that is merely bad is returned with its
+// Problems, and reading goes on.
+func (d *Decoder) Next() (*Row, error) {
+	for {
+		if d.done {
+			return nil, io.EOF
+		}
+		b, tooLong, err := d.readLine()
+		if err != nil && err != io.EOF {
+			d.done = true
+			if d.zr != nil && errors.Is(err, io.ErrUnexpectedEOF) {
+				d.tail = &Tail{Line: d.line + 1, Bytes: len(b), Frame: true}
+				return nil, io.EOF
+			}
+			if d.zr != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+				return nil, &CorruptError{Line: d.line + 1, Err: err}
+			}
+			return nil, err
+		}
+		if err == io.EOF {
+			d.done = true
+			if len(b) == 0 && !tooLong {
+				return nil, io.EOF
+			}
+			if !d.opts.DecodeUnterminated {
+				d.tail = &Tail{Line: d.line + 1, Bytes: len(b)}
+				return nil, io.EOF
+			}
+		}
+		d.line++
+		off := d.offset
+		d.offset += d.consumed
+		if tooLong {
+			r := &Row{Line: d.line, Offset: off, Kind: RowInvalid}
+			r.problem(-1, CodeRowTooLong, fmt.Sprintf("row exceeds the limit of %d bytes", d.opts.MaxRowBytes))
+			return r, nil
+		}
+		if len(bytes.TrimSpace(b)) == 0 {
+			continue // blank lines carry nothing
+		}
+		row, derr := d.rows.Decode(b, d.line)
+		if row != nil {
+			row.Offset = off
+		}
+		if derr != nil {
+			d.done = true
+			return row, derr
+		}
+		return row, nil
+	}
+}
+
+// readLine returns the next line without its newline, as a fresh slice the
+// caller owns. A line over the limit is consumed and dropped (tooLong).
+func (d *Decoder) readLine() (line []byte, tooLong bool, err error) {
+	var acc []byte
+	d.consumed = 0
+	for {
+		frag, err := d.br.ReadSlice('\n')
+		d.consumed += int64(len(frag))
+		if len(acc)+len(frag) > d.opts.MaxRowBytes+1 {
+			tooLong = true
+			acc = nil
+		}
+		if !tooLong {
+			if acc == nil && err == nil {
+				// The common case: the whole line in one fragment.
+				out := make([]byte, len(frag)-1)
+				copy(out, frag)
+				return out, false, nil
+			}
+			acc = append(acc, frag...)
+		}
+		switch err {
+		case nil:
+			if tooLong {
+				return nil, true, nil
+			}
+			return acc[:len(acc)-1], false, nil
+		case bufio.ErrBufferFull:
+			continue
+		default:
+			return acc, tooLong, err
+		}
+	}
+}

@@ -1,0 +1,32 @@
+package sessionlog
+
+// knownTypes are the event types some dsh version defines (§5.2). The
+// validator holds them to the log-only rules; every other type is plugin-
+// owned and passes untouched.
+var knownTypes = func() map[string]bool {
+	m := map[string]bool{}
+	for _, t := range []string{
+		// v4's 60 types.
+		"agent-preset/selected", "agent/inbox/spliced", "approval/asked", "approval/decided", "approval/policy",
+		"assistant/attempt", "assistant/message", "command/done", "command/run", "compaction/end",
+		"compaction/prune", "compaction/start", "compaction/summary", "deliverables/presented",
+		"developer/message", "feedback/message-delete", "feedback/message-put", "feedback/record",
+		"goal/change", "hook/invoked", "hook/result", "image/offload", "llm/retry", "llm/retry-started",
+		"model/selection", "permission/preset", "plan/mode", "request/context", "request/header",
+		"sandbox/mode", "schedule/change", "session-log-deepseek/delivery-accepted", "session/end-seed",
+		"session/title", "session/title-llm-request", "step/end", "step/start", "subagent/catalog",
+		"subagent/descriptor", "subagent/model-selection-policy", "system/message", "team/member",
+		"team/message/delivered", "team/message/queued", "team/task", "todo/write", "tool-workflow/agent-end",
+		"tool-workflow/agent-start", "tool-workflow/run-end", "tool-workflow/run-start", "tool/call",
+		"tool/ptc-dispatch", "tool/ptc-dispatch-start", "tool/result", "turn/end", "turn/start", "user/message",
+		"web/deepseek-search-llm-request", "working-directory/change", "workspace/changes",
+		// v0–v2 only.
+		"assistant/chunk", "tool/code-dispatch", "tool/code-dispatch-start",
+	} {
+		m[t] = true
+	}
+	return m
+}()
+
+// IsKnownType reports whether some dsh version defines the event type.
+func IsKnownType(typ string) bool { return knownTypes[typ] }

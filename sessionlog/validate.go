@@ -1,0 +1,458 @@
+package sessionlog
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Validator checks the invariants of one session's log (dsh-format.md §10):
+// dense seqs, the turn/step state machine, tool calls resolved in their
+// step, surface operations valid on the current surface. Feed it every row
+// of the session in order; it keeps only the open state (the open turn and
+// step, the step's calls, the surface's seqs), never the log.
+//
+// A turn still open at the end is not a violation: a live session's file
+// ends that way. OpenTurn reports it.
+type Validator struct {
+	header *Header
+
+	started  bool
+	lastSeq  int64
+	resync   bool // the previous row was undecodable: take the next seq as is
+	joinedAt int64
+
+	openTurn, openStep int64 // 0: none
+	nextTurn, nextStep int64
+	turnSeen           bool
+
+	// Tool state of the open step.
+	advertised []advertisedCall
+	pending    []pendingCall
+
+	surface []int64
+
+	// gaps are seq gaps inside the open step, held until an assistant/message
+	// of the step cites every missing seq (an elided chunk run, as dsh's
+	// snapshot writer leaves) or the step closes (then they are reported).
+	gaps []seqGap
+
+	taggedEndSeed bool
+}
+
+type seqGap struct {
+	line          int
+	seq, from, to int64 // the event's seq; the missing seqs from..to
+	prev          int64
+}
+
+type advertisedCall struct {
+	ToolCallRef
+	started, resolved bool
+}
+
+type pendingCall struct {
+	callID, name string
+	seq          int64
+}
+
+// NewValidator returns a Validator for one session.
+func NewValidator() *Validator {
+	return &Validator{lastSeq: -1, nextTurn: 1, nextStep: 1}
+}
+
+// OpenTurn is the turn still open after the rows fed so far (0: none).
+func (v *Validator) OpenTurn() int64 { return v.openTurn }
+
+// OpenStep is the step still open (0: none).
+func (v *Validator) OpenStep() int64 { return v.openStep }
+
+// Row checks one row under format f and returns its violations: the row's
+// own decoding problems first, then broken relations, in event order.
+func (v *Validator) Row(r *Row, f Format) []Violation {
+	out := append([]Violation(nil), r.Problems...)
+	switch r.Kind {
+	case RowHeader:
+		if v.header == nil {
+			v.header = r.Header
+		}
+		return out
+	case RowInvalid:
+		v.resync = true
+		return out
+	case RowOther:
+		return out
+	}
+	for i := range r.Events {
+		out = v.event(&r.Events[i], f, out)
+	}
+	return out
+}
+
+// Finish checks what can only be judged at the end of the log and returns
+// those violations.
+func (v *Validator) Finish(f Format) []Violation {
+	out := v.flushGaps(nil)
+	if v.header != nil && f.FromHeader && f.Version >= 2 && v.header.HasIsSeeded {
+		if v.header.IsSeeded && !v.taggedEndSeed {
+			out = append(out, Violation{Line: 1, Seq: -1, Code: CodeSeededMismatch,
+				Message: "header isSeeded is true but no session/end-seed with inherited:true exists"})
+		}
+		if !v.header.IsSeeded && v.taggedEndSeed {
+			out = append(out, Violation{Line: 1, Seq: -1, Code: CodeSeededMismatch,
+				Message: "header isSeeded is false but a session/end-seed with inherited:true exists"})
+		}
+	}
+	return out
+}
+
+func (v *Validator) event(e *Event, f Format, out []Violation) []Violation {
+	add := func(code, format string, args ...any) {
+		out = append(out, Violation{Line: e.Row.Line, Seq: e.Seq, Code: code, Message: fmt.Sprintf(format, args...)})
+	}
+
+	// seq density (§3, §10.2).
+	switch {
+	case !v.started:
+		v.started = true
+		v.joinedAt = e.Seq
+		if f.FromHeader && e.Seq != 0 && !v.resync {
+			add(CodeSeqNotZero, "the first event of a session file must have seq 0, got %d", e.Seq)
+		}
+	case e.Seq == v.lastSeq:
+		add(CodeSeqDuplicate, "seq %d repeats the previous event's seq", e.Seq)
+		return out
+	case e.Seq < v.lastSeq:
+		add(CodeSeqRegression, "seq %d goes back after seq %d", e.Seq, v.lastSeq)
+		return out
+	case e.Seq != v.lastSeq+1 && !v.resync:
+		g := seqGap{line: e.Row.Line, seq: e.Seq, from: v.lastSeq + 1, to: e.Seq - 1, prev: v.lastSeq}
+		if v.openStep != 0 && e.Type == "assistant/chunk" {
+			v.gaps = append(v.gaps, g)
+		} else {
+			out = v.reportGap(g, out)
+		}
+	}
+	v.lastSeq = e.Seq
+	v.resync = false
+
+	rules := f.RulesVersion()
+	surface := IsSurfaceType(e.Type, rules)
+
+	// Surface keys belong to surface types only (§3, §7.1).
+	if !surface && knownTypes[e.Type] && (e.Surface.Kind != SurfaceNone || e.HasSources) {
+		add(CodeSurfaceKeysLogged, "%s is a log-only event and may not carry surfaceOp or sourceEventSeqs", e.Type)
+	}
+
+	inStep := func() bool {
+		if !e.HasTurn || !e.HasStep || e.Turn != v.openTurn || e.Step != v.openStep || v.openStep == 0 {
+			add(CodeEventOutsideStep, "%s names turn %s step %s but the open step is %s", e.Type,
+				optNum(e.HasTurn, e.Turn), optNum(e.HasStep, e.Step), v.stepName())
+			return false
+		}
+		return true
+	}
+
+	switch e.Type {
+	case "turn/start", "turn/end", "step/start", "step/end":
+		out = v.flushGaps(out)
+	}
+
+	switch e.Type {
+	case "turn/start":
+		if !e.HasTurn {
+			add(CodeEnvelopeInvalid, "turn/start needs an integer data.turn")
+			break
+		}
+		if v.openTurn != 0 {
+			add(CodeTurnAlreadyOpen, "turn/start %d while turn %d is still open", e.Turn, v.openTurn)
+		}
+		// A stream joined late (first seq > 0 without a header) may begin at any turn.
+		lateJoin := !v.turnSeen && !f.FromHeader && v.joinedAt > 0
+		if e.Turn != v.nextTurn && !lateJoin {
+			add(CodeTurnNotNext, "turn/start %d, but the next turn number is %d", e.Turn, v.nextTurn)
+		}
+		v.turnSeen = true
+		v.openTurn, v.openStep, v.nextStep = e.Turn, 0, 1
+		v.resetStep()
+	case "turn/end":
+		if !e.HasTurn {
+			add(CodeEnvelopeInvalid, "turn/end needs an integer data.turn")
+			break
+		}
+		if v.openTurn == 0 || e.Turn != v.openTurn {
+			add(CodeTurnEndNotOpen, "turn/end %d, but the open turn is %s", e.Turn, optNum(v.openTurn != 0, v.openTurn))
+		}
+		if v.openStep != 0 {
+			add(CodeTurnEndStepOpen, "turn/end %d while step %d is still open (dsh closes every step first)", e.Turn, v.openStep)
+			out = v.unresolved(e, out)
+		}
+		v.openTurn, v.openStep = 0, 0
+		v.nextTurn = e.Turn + 1
+		v.turnSeen = true
+		v.resetStep()
+	case "step/start":
+		if !e.HasTurn || !e.HasStep {
+			add(CodeEnvelopeInvalid, "step/start needs integer data.turn and data.step")
+			break
+		}
+		switch {
+		case v.openTurn == 0:
+			add(CodeStepOutsideTurn, "step/start %d.%d outside any turn", e.Turn, e.Step)
+		case e.Turn != v.openTurn:
+			add(CodeStepOutsideTurn, "step/start %d.%d names turn %d but turn %d is open", e.Turn, e.Step, e.Turn, v.openTurn)
+		case v.openStep != 0:
+			add(CodeStepAlreadyOpen, "step/start %d.%d while step %d is still open", e.Turn, e.Step, v.openStep)
+		case e.Step != v.nextStep:
+			add(CodeStepNotNext, "step/start %d.%d, but the next step number is %d", e.Turn, e.Step, v.nextStep)
+		}
+		v.openStep = e.Step
+		v.resetStep()
+	case "step/end":
+		if !e.HasTurn || !e.HasStep {
+			add(CodeEnvelopeInvalid, "step/end needs integer data.turn and data.step")
+			break
+		}
+		if v.openStep == 0 || e.Turn != v.openTurn || e.Step != v.openStep {
+			add(CodeStepEndNotOpen, "step/end %d.%d, but the open step is %s", e.Turn, e.Step, v.stepName())
+		} else {
+			out = v.unresolved(e, out)
+		}
+		v.openStep = 0
+		v.nextStep = e.Step + 1
+		v.resetStep()
+	case "assistant/chunk":
+		// A chunk of a turn that was never opened, with no turn open, is a
+		// detached model stream: dsh's replay scripts and provider seeds
+		// are logs of nothing but these. It belongs to no step.
+		detached := v.openTurn == 0 && e.HasTurn && e.Turn >= v.nextTurn
+		if !detached {
+			inStep()
+		}
+	case "assistant/attempt":
+		inStep()
+	case "assistant/message":
+		v.citeGaps(e)
+		if inStep() {
+			for _, c := range e.Advertised {
+				v.advertised = append(v.advertised, advertisedCall{ToolCallRef: c})
+			}
+		}
+		if rules >= 3 && e.HasSources {
+			add(CodeSourcesForbidden, "a v%d assistant/message may not carry sourceEventSeqs (its stream is the evidence)", rules)
+		}
+	case "system/message", "developer/message":
+		if surface {
+			inStep()
+		}
+	case "tool/call":
+		if inStep() {
+			out = v.toolCall(e, f, out)
+		}
+	case "tool/result":
+		if e.Surface.Kind == SurfaceReplace {
+			if v.openTurn == 0 {
+				add(CodeEventOutsideTurn, "a replacing tool/result needs an open turn")
+			}
+		} else if inStep() {
+			out = v.toolResult(e, out)
+		}
+	case "todo/write":
+		if v.openTurn == 0 {
+			add(CodeEventOutsideTurn, "%s needs an open turn", e.Type)
+		}
+	case "session/end-seed":
+		if e.Inherited {
+			v.taggedEndSeed = true
+		}
+	}
+
+	if surface {
+		out = v.surfaceOp(e, out)
+	}
+	return out
+}
+
+func optNum(ok bool, n int64) string {
+	if !ok {
+		return "none"
+	}
+	return fmt.Sprint(n)
+}
+
+func (v *Validator) stepName() string {
+	if v.openStep == 0 {
+		if v.openTurn == 0 {
+			return "none (no open turn)"
+		}
+		return fmt.Sprintf("none (turn %d open)", v.openTurn)
+	}
+	return fmt.Sprintf("%d.%d", v.openTurn, v.openStep)
+}
+
+func (v *Validator) resetStep() {
+	v.advertised = v.advertised[:0]
+	v.pending = v.pending[:0]
+}
+
+func (v *Validator) reportGap(g seqGap, out []Violation) []Violation {
+	return append(out, Violation{Line: g.line, Seq: g.seq, Code: CodeSeqGap,
+		Message: fmt.Sprintf("seq %d follows seq %d: seqs %d–%d are missing", g.seq, g.prev, g.from, g.to)})
+}
+
+// citeGaps drops the held gaps whose every seq the message cites as its chunks.
+func (v *Validator) citeGaps(e *Event) {
+	if len(v.gaps) == 0 || !e.HasSources {
+		return
+	}
+	v.gaps = slices.DeleteFunc(v.gaps, func(g seqGap) bool {
+		i, found := slices.BinarySearch(e.Sources, g.from)
+		if !found || !slices.IsSorted(e.Sources) {
+			return false
+		}
+		return int64(len(e.Sources)-i) > g.to-g.from && e.Sources[i+int(g.to-g.from)] == g.to
+	})
+}
+
+// flushGaps reports the gaps no message explained.
+func (v *Validator) flushGaps(out []Violation) []Violation {
+	for _, g := range v.gaps {
+		out = v.reportGap(g, out)
+	}
+	v.gaps = v.gaps[:0]
+	return out
+}
+
+// unresolved reports advertised calls of the closing step with no result (§10.3).
+func (v *Validator) unresolved(e *Event, out []Violation) []Violation {
+	for _, c := range v.advertised {
+		if !c.resolved {
+			out = append(out, Violation{Line: e.Row.Line, Seq: e.Seq, Code: CodeToolCallUnresolved,
+				Message: fmt.Sprintf("%s closes step %s while call %q (%s) has no tool/result", e.Type, v.stepName(), c.ID, c.Name)})
+		}
+	}
+	return out
+}
+
+func (v *Validator) toolCall(e *Event, f Format, out []Violation) []Violation {
+	add := func(code, format string, args ...any) {
+		out = append(out, Violation{Line: e.Row.Line, Seq: e.Seq, Code: code, Message: fmt.Sprintf(format, args...)})
+	}
+	for _, p := range v.pending {
+		if p.callID == e.CallID {
+			add(CodeToolCallDuplicate, "tool/call %q is already started in this step", e.CallID)
+			return out
+		}
+	}
+	idx := slices.IndexFunc(v.advertised, func(c advertisedCall) bool { return c.ID == e.CallID && !c.started })
+	switch {
+	case idx < 0:
+		add(CodeToolCallNotAdvertised, "tool/call %q (%s) matches no tool-call block of this step's assistant/message", e.CallID, e.ToolName)
+	case v.advertised[idx].Name != e.ToolName:
+		add(CodeToolCallNotAdvertised, "tool/call %q names tool %q but the assistant message advertised %q", e.CallID, e.ToolName, v.advertised[idx].Name)
+	case !f.Seed && v.advertised[idx].Arguments != e.Arguments:
+		// The seed dialect's tool_use carries an object, re-encoded here, so
+		// only real dsh arguments are compared byte for byte.
+		add(CodeToolCallNotAdvertised, "tool/call %q arguments differ from the advertised call's", e.CallID)
+	}
+	if idx >= 0 {
+		v.advertised[idx].started = true
+	}
+	v.pending = append(v.pending, pendingCall{callID: e.CallID, name: e.ToolName, seq: e.Seq})
+	return out
+}
+
+// ResolveCallID finds which pending call a tool/result closes, in the order
+// of §12.2 #6: the message's own call id, the tool/call its sourceEventSeqs
+// cite, the oldest pending call of the same tool name, the oldest pending.
+func resolveCall(e *Event, pending []pendingCall) int {
+	if e.CallID != "" {
+		return slices.IndexFunc(pending, func(p pendingCall) bool { return p.callID == e.CallID })
+	}
+	if e.HasSources && len(e.Sources) > 0 {
+		if i := slices.IndexFunc(pending, func(p pendingCall) bool { return p.seq == e.Sources[0] }); i >= 0 {
+			return i
+		}
+	}
+	if e.ToolName != "" {
+		if i := slices.IndexFunc(pending, func(p pendingCall) bool { return p.name == e.ToolName }); i >= 0 {
+			return i
+		}
+	}
+	if len(pending) > 0 {
+		return 0
+	}
+	return -1
+}
+
+func (v *Validator) toolResult(e *Event, out []Violation) []Violation {
+	i := resolveCall(e, v.pending)
+	callID := e.CallID
+	if i >= 0 {
+		callID = v.pending[i].callID
+		v.pending = slices.Delete(v.pending, i, i+1)
+	} else {
+		// A call that never started may only be closed by crash repair's
+		// TOOL_NOT_STARTED result (§10.3, §10.4).
+		notStarted := e.SyntheticResult && e.ErrorCode == "TOOL_NOT_STARTED" &&
+			slices.ContainsFunc(v.advertised, func(c advertisedCall) bool { return c.ID == e.CallID && !c.started })
+		if !notStarted {
+			out = append(out, Violation{Line: e.Row.Line, Seq: e.Seq, Code: CodeToolResultNoCall,
+				Message: fmt.Sprintf("tool/result for call %q closes no started tool/call of step %s", e.CallID, v.stepName())})
+			return out
+		}
+	}
+	for k := range v.advertised {
+		if v.advertised[k].ID == callID && !v.advertised[k].resolved {
+			v.advertised[k].resolved = true
+			break
+		}
+	}
+	return out
+}
+
+// surfaceOp folds a surface event into the surface (§7.2) and checks it.
+func (v *Validator) surfaceOp(e *Event, out []Violation) []Violation {
+	add := func(code, format string, args ...any) {
+		out = append(out, Violation{Line: e.Row.Line, Seq: e.Seq, Code: code, Message: fmt.Sprintf(format, args...)})
+	}
+	switch e.Surface.Kind {
+	case SurfaceNone:
+		add(CodeSurfaceOpMissing, "%s is a surface event and must carry surfaceOp", e.Type)
+	case SurfaceAppend:
+		v.surface = append(v.surface, e.Seq)
+	case SurfaceReplace:
+		next, code, msg := ApplyReplace(v.surface, e)
+		if code != "" {
+			add(code, "%s", msg)
+		}
+		v.surface = next
+	}
+	return out
+}
+
+// ApplyReplace applies a replace surfaceOp to surface (§7.2) and returns the
+// new surface. When the range is not on the surface it returns the surface
+// unchanged with the violation code and message; a range whose nodes are not
+// all cited is applied and reported.
+func ApplyReplace(surface []int64, e *Event) (next []int64, code, msg string) {
+	a, b := e.Surface.Start, e.Surface.End
+	i := slices.Index(surface, a)
+	j := slices.Index(surface, b)
+	switch {
+	case i < 0:
+		return surface, CodeReplaceNotOnSurface, fmt.Sprintf("replace range start %d is not a node of the current surface", a)
+	case j < 0:
+		return surface, CodeReplaceNotOnSurface, fmt.Sprintf("replace range end %d is not a node of the current surface", b)
+	case j < i:
+		return surface, CodeReplaceInverted, fmt.Sprintf("replace range %d–%d ends before it starts in surface order", a, b)
+	}
+	for _, s := range surface[i : j+1] {
+		if !slices.Contains(e.Sources, s) {
+			code, msg = CodeReplaceNotCited, fmt.Sprintf("replace shadows surface node %d, which sourceEventSeqs does not cite", s)
+			break
+		}
+	}
+	next = append(surface[:i:i], e.Seq)
+	next = append(next, surface[j+1:]...)
+	return next, code, msg
+}
