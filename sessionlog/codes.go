@@ -9,21 +9,21 @@ import (
 // tests key on them. Each names the rule of dsh-format.md it enforces.
 const (
 	// Row decoding (§1.4, §3, §4).
-	CodeRowTooLong        = "ROW_TOO_LONG"         // a row longer than the configured limit
-	CodeUTF8Invalid       = "UTF8_INVALID"         // a row that is not valid UTF-8
-	CodeJSONInvalid       = "JSON_INVALID"         // a row that is not one JSON value
-	CodeJSONTooDeep       = "JSON_TOO_DEEP"        // nesting beyond the configured depth
-	CodeRowNotObject      = "ROW_NOT_OBJECT"       // a row that is JSON but not an object
-	CodeEnvelopeInvalid   = "ENVELOPE_INVALID"     // type/seq/time/data missing or mistyped
-	CodeNotLossless       = "DATA_NOT_LOSSLESS"    // -0, non-safe integer or non-finite number
-	CodePackedRowInvalid  = "PACKED_ROW_INVALID"   // a packed chunk row off its exact schema
-	CodeHeaderInvalid     = "HEADER_INVALID"       // a header line off its schema
-	CodeHeaderMisplaced   = "HEADER_MISPLACED"     // a header line after the first row
-	CodeWrapperInvalid    = "WRAPPER_INVALID"      // a line wrapper without its session id or event
-	CodeEnvelopeExtraKeys = "ENVELOPE_EXTRA_KEYS"  // v2+: a top-level key outside the closed envelope
-	CodeSourcesInvalid    = "SOURCES_INVALID"      // sourceEventSeqs malformed, not earlier, not unique
-	CodeSurfaceOpInvalid  = "SURFACE_OP_INVALID"   // a surfaceOp of no known form
-	CodeSurfaceOpMissing  = "SURFACE_OP_MISSING"   // a surface event without surfaceOp
+	CodeRowTooLong        = "ROW_TOO_LONG"        // a row longer than the configured limit
+	CodeUTF8Invalid       = "UTF8_INVALID"        // a row that is not valid UTF-8
+	CodeJSONInvalid       = "JSON_INVALID"        // a row that is not one JSON value
+	CodeJSONTooDeep       = "JSON_TOO_DEEP"       // nesting beyond the configured depth
+	CodeRowNotObject      = "ROW_NOT_OBJECT"      // a row that is JSON but not an object
+	CodeEnvelopeInvalid   = "ENVELOPE_INVALID"    // type/seq/time/data missing or mistyped
+	CodeNotLossless       = "DATA_NOT_LOSSLESS"   // -0, non-safe integer or non-finite number
+	CodePackedRowInvalid  = "PACKED_ROW_INVALID"  // a packed chunk row off its exact schema
+	CodeHeaderInvalid     = "HEADER_INVALID"      // a header line off its schema
+	CodeHeaderMisplaced   = "HEADER_MISPLACED"    // a header line after the first row
+	CodeWrapperInvalid    = "WRAPPER_INVALID"     // a line wrapper without its session id or event
+	CodeEnvelopeExtraKeys = "ENVELOPE_EXTRA_KEYS" // v2+: a top-level key outside the closed envelope
+	CodeSourcesInvalid    = "SOURCES_INVALID"     // sourceEventSeqs malformed, not earlier, not unique
+	CodeSurfaceOpInvalid  = "SURFACE_OP_INVALID"  // a surfaceOp of no known form
+	CodeSurfaceOpMissing  = "SURFACE_OP_MISSING"  // a surface event without surfaceOp
 	CodeSurfaceKeysLogged = "SURFACE_KEYS_ON_LOG_ONLY"
 
 	// Sequence (§3, §10.2).
