@@ -1,0 +1,334 @@
+package sessionlog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"slices"
+
+	"github.com/valyala/fastjson"
+)
+
+// Message is one message of the model-visible history (§7.4). It is a value
+// with unexported fields: what Derive returns cannot be changed by callers.
+type Message struct {
+	seq        int64
+	role       string
+	content    string // the content array as JSON text
+	toolCallID string
+	isError    bool
+	provider   string
+	model      string
+}
+
+// Seq is the seq of the surface event the message projects.
+func (m Message) Seq() int64 { return m.seq }
+
+// Role is system, developer, user, assistant or tool.
+func (m Message) Role() string { return m.role }
+
+// Content is the message's content blocks as a JSON array.
+func (m Message) Content() string { return m.content }
+
+// ToolCallID is the call a tool-role message answers (v4).
+func (m Message) ToolCallID() string { return m.toolCallID }
+
+// IsError is a tool-role message's error flag (v4).
+func (m Message) IsError() bool { return m.isError }
+
+// Provider and Model identify the model that wrote an assistant message.
+func (m Message) Provider() string { return m.provider }
+
+// Model is the model that wrote an assistant message.
+func (m Message) Model() string { return m.model }
+
+// MarshalJSON writes {"seq","role","content"} (plus toolCallId and isError
+// for tool-role messages).
+func (m Message) MarshalJSON() ([]byte, error) {
+	type out struct {
+		Seq        int64           `json:"seq"`
+		Role       string          `json:"role"`
+		Content    json.RawMessage `json:"content"`
+		ToolCallID string          `json:"toolCallId,omitempty"`
+		IsError    *bool           `json:"isError,omitempty"`
+	}
+	o := out{Seq: m.seq, Role: m.role, Content: json.RawMessage(m.content)}
+	if m.role == "tool" {
+		o.ToolCallID = m.toolCallID
+		if m.isError {
+			o.IsError = &m.isError
+		}
+	}
+	return json.Marshal(o)
+}
+
+// History is the model-visible history: an immutable list of messages.
+type History struct {
+	msgs []Message
+}
+
+// Len is the number of messages.
+func (h History) Len() int { return len(h.msgs) }
+
+// At is the i-th message.
+func (h History) At(i int) Message { return h.msgs[i] }
+
+// All iterates over the messages in order.
+func (h History) All() iter.Seq2[int, Message] {
+	return func(yield func(int, Message) bool) {
+		for i, m := range h.msgs {
+			if !yield(i, m) {
+				return
+			}
+		}
+	}
+}
+
+// MarshalJSON writes the history as a JSON array of messages.
+func (h History) MarshalJSON() ([]byte, error) {
+	if h.msgs == nil {
+		return []byte("[]"), nil
+	}
+	return json.Marshal(h.msgs)
+}
+
+// node is one entry of the folded surface: the seq of a surface event and
+// what it projects to (nothing, for empty assistant or system content).
+type node struct {
+	seq       int64
+	msg       Message
+	projected bool
+}
+
+// Deriver folds one session's events into its surface and projects the
+// model-visible history, as dsh's deriveMessages does (§7). It keeps the
+// projected messages of the current surface, nothing else of the log.
+type Deriver struct {
+	parser  fastjson.Parser
+	surface []node
+	// calls maps the seq of each tool/call of the open step to its callId,
+	// so a seed-dialect result can name its call (it cites only the seq).
+	calls map[int64]string
+}
+
+// NewDeriver returns an empty Deriver.
+func NewDeriver() *Deriver {
+	return &Deriver{calls: map[int64]string{}}
+}
+
+// Event folds one event under format f. Events must come in seq order.
+// An event whose surfaceOp cannot apply (the validator reports why) leaves
+// the surface as it was.
+func (d *Deriver) Event(e *Event, f Format) {
+	switch e.Type {
+	case "step/start":
+		clear(d.calls)
+	case "tool/call":
+		d.calls[e.Seq] = e.CallID
+	}
+	if !IsSurfaceType(e.Type, f.RulesVersion()) {
+		return
+	}
+	switch e.Surface.Kind {
+	case SurfaceAppend:
+		d.surface = append(d.surface, d.project(e, f))
+	case SurfaceReplace:
+		seqs := make([]int64, len(d.surface))
+		for i, n := range d.surface {
+			seqs[i] = n.seq
+		}
+		i := slices.Index(seqs, e.Surface.Start)
+		j := slices.Index(seqs, e.Surface.End)
+		if i < 0 || j < i {
+			return
+		}
+		next := append(d.surface[:i:i], d.project(e, f))
+		d.surface = append(next, d.surface[j+1:]...)
+	}
+}
+
+// History returns the history of the current surface.
+func (d *Deriver) History() History {
+	msgs := make([]Message, 0, len(d.surface))
+	for _, n := range d.surface {
+		if n.projected {
+			msgs = append(msgs, n.msg)
+		}
+	}
+	return History{msgs: msgs}
+}
+
+// envelope re-parses a row and returns its event record (inside any
+// wrapper). The value lives until the parser's next use.
+func envelope(p *fastjson.Parser, r *Row) *fastjson.Value {
+	v, err := p.ParseBytes(r.Bytes)
+	if err != nil {
+		return nil
+	}
+	switch r.Wrapper {
+	case WrapJSONRPC:
+		return v.Get("params", "event")
+	case WrapStreamJSON, WrapEnvelope:
+		return v.Get("event")
+	}
+	return v
+}
+
+// project computes what a surface event shows the model (§7.4).
+func (d *Deriver) project(e *Event, f Format) node {
+	n := node{seq: e.Seq}
+	env := envelope(&d.parser, e.Row)
+	data := env.Get("data")
+	if data == nil {
+		return n
+	}
+	msg := data
+	if e.Type != "user/message" {
+		msg = messageOf(data)
+	}
+	content := msg.Get("content")
+	m := Message{seq: e.Seq}
+	switch e.Type {
+	case "user/message":
+		m.role = "user"
+		m.content = jsonArray(content)
+	case "assistant/message":
+		if len(content.GetArray()) == 0 {
+			return n // empty assistant content is kept for usage, never shown
+		}
+		m.role = "assistant"
+		m.content = jsonArray(content)
+		m.provider, m.model = e.Provider, e.Model
+	case "system/message":
+		if len(content.GetArray()) == 0 {
+			return n
+		}
+		m.role = "system"
+		m.content = jsonArray(content)
+	case "developer/message":
+		m.role = "developer"
+		m.content = jsonArray(content)
+	case "tool/result":
+		callID := e.CallID
+		if callID == "" && len(e.Sources) > 0 {
+			callID = d.calls[e.Sources[0]]
+		}
+		if f.RulesVersion() >= 4 && !f.Seed {
+			m.role = "tool"
+			m.content = jsonArray(content)
+			m.toolCallID = callID
+			m.isError = e.IsError
+			break
+		}
+		m.role = "user"
+		m.content = toolResultBlock(content, callID, e.IsError)
+	default:
+		return n
+	}
+	n.msg, n.projected = m, true
+	return n
+}
+
+// jsonArray renders a content value as a JSON array; a bare string (seed
+// dialect) becomes one text block, anything absent an empty array.
+func jsonArray(v *fastjson.Value) string {
+	if v == nil {
+		return "[]"
+	}
+	if v.Type() == fastjson.TypeString {
+		return textBlocks(string(v.GetStringBytes()))
+	}
+	if v.Type() != fastjson.TypeArray {
+		return "[]"
+	}
+	return string(v.MarshalTo(nil))
+}
+
+func textBlocks(s string) string {
+	type text struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	b, _ := json.Marshal([]text{{"text", s}})
+	return string(b)
+}
+
+// toolResultBlock renders a user-role tool result: the stored content when
+// it already is one tool-result block (v0–v3), else the content wrapped in
+// one (the seed dialect's bare string, the earliest v0 writers' raw list).
+func toolResultBlock(content *fastjson.Value, callID string, isError bool) string {
+	if arr := content.GetArray(); len(arr) == 1 && string(arr[0].GetStringBytes("type")) == "tool-result" {
+		return string(content.MarshalTo(nil))
+	}
+	inner := json.RawMessage(jsonArray(content))
+	b, _ := json.Marshal([]any{struct {
+		Type       string          `json:"type"`
+		ToolCallID string          `json:"toolCallId"`
+		Content    json.RawMessage `json:"content"`
+		IsError    bool            `json:"isError"`
+	}{"tool-result", callID, inner, isError}})
+	return string(b)
+}
+
+// StepRef names a step of a session.
+type StepRef struct {
+	Turn, Step int64
+}
+
+func (s StepRef) String() string { return fmt.Sprintf("%d.%d", s.Turn, s.Step) }
+
+// ErrStepNotFound is returned by Derive when the log has no such step.
+var ErrStepNotFound = errors.New("step not found")
+
+// Derive reads a session log and returns its model-visible history: at the
+// end of the log, or — with before — as the model saw it when the step's
+// first model call began (after the step's own prompt and context
+// messages, before its assistant output). A step with no model call gives
+// the history at its step/end. Rows of other sessions in a wrapped stream
+// are skipped: the first session seen is derived.
+func Derive(r io.Reader, opts Options, before *StepRef) (History, error) {
+	dec, err := NewDecoder(r, opts)
+	if err != nil {
+		return History{}, err
+	}
+	defer dec.Close()
+	d := NewDeriver()
+	session, sessionSet := "", false
+	inStep := false
+	for {
+		row, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return History{}, err
+		}
+		if row.Wrapper != WrapNone && row.Kind != RowOther && row.Kind != RowInvalid {
+			if !sessionSet {
+				session, sessionSet = row.SessionID, true
+			} else if row.SessionID != session {
+				continue
+			}
+		}
+		for i := range row.Events {
+			e := &row.Events[i]
+			if before != nil {
+				isStep := e.HasTurn && e.HasStep && e.Turn == before.Turn && e.Step == before.Step
+				switch {
+				case e.Type == "step/start" && isStep:
+					inStep = true
+				case inStep && isStep && (e.Type == "assistant/chunk" || e.Type == "assistant/attempt" ||
+					e.Type == "assistant/message" || e.Type == "step/end"):
+					return d.History(), nil
+				}
+			}
+			d.Event(e, dec.Format())
+		}
+	}
+	if before != nil {
+		return History{}, fmt.Errorf("%w: %s", ErrStepNotFound, before)
+	}
+	return d.History(), nil
+}

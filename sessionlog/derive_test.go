@@ -1,0 +1,173 @@
+package sessionlog
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/dshtrace/dshtrace/internal/testcorpus"
+)
+
+func deriveFile(t *testing.T, path string, before *StepRef) History {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	h, err := Derive(f, Options{}, before)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return h
+}
+
+func historyJSON(t *testing.T, h History) string {
+	t.Helper()
+	b, err := json.Marshal(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// The seed sample derives as dsh-format.md §11 describes: the prompt, the
+// assistant message, and the tool result as a user-role tool-result block
+// naming call_1, which the result itself never names.
+func TestDeriveSeedSample(t *testing.T) {
+	h := deriveFile(t, "../testdata/seed/sample.jsonl", nil)
+	want := `[{"seq":2,"role":"user","content":[{"type":"text","text":"Fix the typo in the runoob README."}]},` +
+		`{"seq":5,"role":"assistant","content":[{"type":"text","text":"I'll search"},{"type":"tool_use","id":"call_1","name":"bash","input":{"command":"grep runoob README.md"}}]},` +
+		`{"seq":7,"role":"user","content":[{"type":"tool-result","toolCallId":"call_1","content":[{"type":"text","text":"runoob"}],"isError":false}]}]`
+	if got := historyJSON(t, h); got != want {
+		t.Fatalf("history\n got %s\nwant %s", got, want)
+	}
+	before := deriveFile(t, "../testdata/seed/sample.jsonl", &StepRef{1, 1})
+	if before.Len() != 1 || before.At(0).Seq() != 2 || before.At(0).Role() != "user" {
+		t.Fatalf("before step 1.1: %s", historyJSON(t, before))
+	}
+}
+
+func TestDeriveStepNotFound(t *testing.T) {
+	f, err := os.Open("../testdata/seed/sample.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := Derive(f, Options{}, &StepRef{2, 1}); !errors.Is(err, ErrStepNotFound) {
+		t.Fatalf("got %v, want ErrStepNotFound", err)
+	}
+}
+
+func TestDeriveCorpus(t *testing.T) {
+	dir := testcorpus.Dir(t)
+	cases := []struct {
+		file string
+		// roles and seqs of the derived history, "role@seq" joined by spaces.
+		want string
+	}{
+		// v0: user-role tool results; the runtime-context user message.
+		{"v0/examples/acp-agent/tests/snapshots/parallel-tool-calls/session.jsonl",
+			"user@4 user@5 assistant@17 user@20 user@21 assistant@29"},
+		// v0 replace {start,end}: the compaction summary (seq 21) replaces the prompt (seq 4).
+		{"v0/examples/headless-agent/tests/snapshots/compaction-recovery/session.jsonl",
+			"user@21 assistant@13 user@15 assistant@28"},
+		// v4: a system prompt replaced in place (startSeq/endSeq), tool-role results, a developer message.
+		{"v4/snapshots/sdk/tool-error-details/session.v4.jsonl",
+			"system@18 user@8 user@9 assistant@13 tool@15 developer@20 assistant@21 tool@25 assistant@28"},
+		// v4, two turns (the first ends max-tokens).
+		{"v4/snapshots/sdk/max-tokens-continue/session.v4.jsonl",
+			"system@7 user@8 user@9 assistant@13 user@20 assistant@21"},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			h := deriveFile(t, filepath.Join(dir, c.file), nil)
+			var got []string
+			for _, m := range h.All() {
+				got = append(got, m.Role()+"@"+itoa(m.Seq()))
+			}
+			if strings.Join(got, " ") != c.want {
+				t.Fatalf("got  %s\nwant %s", strings.Join(got, " "), c.want)
+			}
+		})
+	}
+}
+
+func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
+
+// Every corpus file derives, at the end and before each of its steps, and
+// what comes out is valid JSON content.
+func TestDeriveWholeCorpus(t *testing.T) {
+	dir := testcorpus.Dir(t)
+	for _, rel := range testcorpus.Files(t) {
+		h := deriveFile(t, filepath.Join(dir, rel), nil)
+		for _, m := range h.All() {
+			if !json.Valid([]byte(m.Content())) || !strings.HasPrefix(m.Content(), "[") {
+				t.Errorf("%s seq %d: content is not a JSON array: %.80s", rel, m.Seq(), m.Content())
+			}
+		}
+	}
+}
+
+// A History handed out earlier does not change when the session goes on,
+// and nothing a caller does to its copy reaches the Deriver.
+func TestDeriveHistoryIsImmutable(t *testing.T) {
+	f, err := os.Open("../testdata/seed/sample.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dec, err := NewDecoder(f, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := NewDeriver()
+	var early History
+	for {
+		row, err := dec.Next()
+		if err != nil {
+			break
+		}
+		for i := range row.Events {
+			d.Event(&row.Events[i], dec.Format())
+			if row.Events[i].Seq == 2 {
+				early = d.History()
+			}
+		}
+	}
+	if early.Len() != 1 {
+		t.Fatalf("early history has %d messages, want 1", early.Len())
+	}
+	full := d.History()
+	if full.Len() != 3 {
+		t.Fatalf("full history has %d messages, want 3", full.Len())
+	}
+	m := full.At(0)
+	_ = m // Message has no exported fields or setters: a copy is all a caller holds.
+	if d.History().At(0).Content() != full.At(0).Content() {
+		t.Fatal("history changed between calls")
+	}
+}
+
+// An empty assistant message (a max-tokens stop) keeps its usage in the log
+// but shows the model nothing (§7.4).
+func TestDeriveSkipsEmptyAssistant(t *testing.T) {
+	log := `{"type":"session","version":4,"id":"s-empty","createdAt":1,"isSeeded":false,"delegationDepth":0}
+{"type":"turn/start","seq":0,"time":2,"data":{"turn":1}}
+{"type":"step/start","seq":1,"time":3,"data":{"turn":1,"step":1}}
+{"type":"user/message","seq":2,"time":4,"data":{"id":"m1","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}},"surfaceOp":"append"}
+{"type":"assistant/message","seq":3,"time":5,"data":{"turn":1,"step":1,"message":{"id":"m2","role":"assistant","content":[],"source":{"kind":"model","provider":"p","model":"m"}},"usage":{"inputTokens":5,"outputTokens":100},"stream":[{"type":"chunk","time":5,"chunk":{"type":"finish","reason":{"kind":"max-tokens"}}}]},"surfaceOp":"append"}
+{"type":"step/end","seq":4,"time":6,"data":{"turn":1,"step":1}}
+{"type":"turn/end","seq":5,"time":7,"data":{"turn":1,"reason":{"kind":"max-tokens"}}}
+`
+	h, err := Derive(strings.NewReader(log), Options{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := historyJSON(t, h); got != `[{"seq":2,"role":"user","content":[{"type":"text","text":"hi"}]}]` {
+		t.Fatalf("got %s", got)
+	}
+}
