@@ -37,6 +37,7 @@ type Validator struct {
 	gaps []seqGap
 
 	taggedEndSeed bool
+	noSurface     bool
 }
 
 type seqGap struct {
@@ -58,6 +59,18 @@ type pendingCall struct {
 // NewValidator returns a Validator for one session.
 func NewValidator() *Validator {
 	return &Validator{lastSeq: -1, nextTurn: 1, nextStep: 1}
+}
+
+// TrackSurface turns surface tracking on (the default) or off. Off, the
+// validator holds nothing that grows with the log — replace ranges are then
+// not checked — which is what a long-running pipeline wants.
+func (v *Validator) TrackSurface(on bool) { v.noSurface = !on }
+
+// Event checks one event (in seq order) under format f and returns the
+// relations it breaks. Row-level decoding problems are the caller's; Row
+// reports both.
+func (v *Validator) Event(e *Event, f Format) []Violation {
+	return v.event(e, f, nil)
 }
 
 // OpenTurn is the turn still open after the rows fed so far (0: none).
@@ -266,8 +279,11 @@ func (v *Validator) event(e *Event, f Format, out []Violation) []Violation {
 		}
 	}
 
-	if surface {
+	if surface && !v.noSurface {
 		out = v.surfaceOp(e, out)
+	} else if surface && e.Surface.Kind == SurfaceNone {
+		out = append(out, Violation{Line: e.Row.Line, Seq: e.Seq, Code: CodeSurfaceOpMissing,
+			Message: fmt.Sprintf("%s is a surface event and must carry surfaceOp", e.Type)})
 	}
 	return out
 }

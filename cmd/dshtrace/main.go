@@ -18,6 +18,7 @@ commands:
   turns FILE                                  an outline of turns, steps and tool calls
   query FILE (--turn N | --call-id ID | --sources SEQ [--transitive])
                                               the physical rows behind a turn, call or seq
+  spans [--json] [--otlp-endpoint URL] FILE   the trace of every turn (open turns close as dangling)
 
 FILE may be plain JSONL or zstd (.jsonl.zstd); "-" reads standard input.
 `
@@ -55,6 +56,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runTurns(args[1:], stdin, stdout)
 	case "query":
 		err = runQuery(args[1:], stdin, stdout)
+	case "spans":
+		err = runSpans(args[1:], stdin, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

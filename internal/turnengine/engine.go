@@ -1,0 +1,346 @@
+package turnengine
+
+import (
+	"container/list"
+	"time"
+
+	"github.com/dshtrace/dshtrace/sessionlog"
+)
+
+// Config bounds and shapes the engine. Zero values take the defaults.
+type Config struct {
+	// AgentName names the agent in turn spans when the session header has
+	// no agentPreset.
+	AgentName string
+	// DanglingTimeout: silence (arrival time) after which an open turn is
+	// closed as dangling, cause "timeout".
+	DanglingTimeout time.Duration
+	// MaxOpenTurns bounds open turns; at the bound the oldest is closed as
+	// dangling, cause "evicted".
+	MaxOpenTurns int
+	// MaxSessions bounds session bookkeeping; the least recently active
+	// session is forgotten (its open turn closed, cause "evicted").
+	MaxSessions int
+	// ReorderWindow bounds the events held per session while a missing seq
+	// is awaited; GapTimeout bounds how long it is awaited.
+	ReorderWindow int
+	GapTimeout    time.Duration
+	// CaptureContent puts prompts, outputs and tool payloads on spans,
+	// truncated to MaxContentBytes.
+	CaptureContent  bool
+	MaxContentBytes int
+	// MaxAttributeValues caps distinct model, tool and event-type values in
+	// metrics; the rest are reported as "other".
+	MaxAttributeValues int
+}
+
+// Defaults.
+const (
+	DefaultAgentName          = "dsh"
+	DefaultDanglingTimeout    = 15 * time.Minute
+	DefaultMaxOpenTurns       = 100000
+	DefaultMaxSessions        = 100000
+	DefaultReorderWindow      = 4096
+	DefaultGapTimeout         = 5 * time.Second
+	DefaultMaxContentBytes    = 16384
+	DefaultMaxAttributeValues = 100
+)
+
+func (c Config) withDefaults() Config {
+	if c.AgentName == "" {
+		c.AgentName = DefaultAgentName
+	}
+	if c.DanglingTimeout <= 0 {
+		c.DanglingTimeout = DefaultDanglingTimeout
+	}
+	if c.MaxOpenTurns <= 0 {
+		c.MaxOpenTurns = DefaultMaxOpenTurns
+	}
+	if c.MaxSessions <= 0 {
+		c.MaxSessions = DefaultMaxSessions
+	}
+	if c.ReorderWindow <= 0 {
+		c.ReorderWindow = DefaultReorderWindow
+	}
+	if c.GapTimeout <= 0 {
+		c.GapTimeout = DefaultGapTimeout
+	}
+	if c.MaxContentBytes <= 0 {
+		c.MaxContentBytes = DefaultMaxContentBytes
+	}
+	if c.MaxAttributeValues <= 0 {
+		c.MaxAttributeValues = DefaultMaxAttributeValues
+	}
+	return c
+}
+
+// Dangling causes.
+const (
+	CauseTimeout    = "timeout"
+	CauseEvicted    = "evicted"
+	CauseShutdown   = "shutdown"
+	CauseEndOfInput = "end_of_input"
+	// CauseSuperseded: a new turn/start arrived while the turn was open.
+	CauseSuperseded = "superseded"
+)
+
+// Stats are the engine's running counts, for self-telemetry.
+type Stats struct {
+	Events       int64 // events applied, each once
+	Duplicates   int64 // events dropped as already seen
+	Late         int64 // events for a turn already closed
+	Orphans      int64 // model/tool events outside any open turn or step
+	GapsSkipped  int64 // missing seqs given up on
+	Overflows    int64 // reorder windows that overflowed
+	TurnsClosed  int64
+	Dangling     map[string]int64 // by cause
+	Violations   int64
+	SessionsSeen int64
+}
+
+// Input is one event handed to the engine.
+type Input struct {
+	SessionID string
+	Event     *sessionlog.Event
+	Format    sessionlog.Format
+	// Header is the session's header when known (agent preset, seed cut).
+	Header *sessionlog.Header
+	// Gappy marks a source whose seqs have gaps by design (dsh's v0 OTLP
+	// export keeps one chunk per step): gaps are not awaited.
+	Gappy bool
+}
+
+// Engine holds the open state of every session. It is not safe for
+// concurrent use; the caller serializes calls.
+type Engine struct {
+	cfg      Config
+	sessions map[string]*session
+	// lru orders sessions by last arrival, oldest first; open orders the
+	// sessions that have an open turn by when it opened.
+	lru, open *list.List
+	gaps      map[*session]struct{}
+	closed    []*Turn
+	stats     Stats
+	metrics   *Metrics
+}
+
+// New returns an empty engine.
+func New(cfg Config) *Engine {
+	cfg = cfg.withDefaults()
+	m := newMetrics()
+	m.SetMaxValues(cfg.MaxAttributeValues)
+	return &Engine{
+		cfg:      cfg,
+		sessions: map[string]*session{},
+		lru:      list.New(),
+		open:     list.New(),
+		gaps:     map[*session]struct{}{},
+		stats:    Stats{Dangling: map[string]int64{}},
+		metrics:  m,
+	}
+}
+
+// Config is the engine's configuration with defaults applied.
+func (e *Engine) Config() Config { return e.cfg }
+
+// Stats returns a copy of the running counts.
+func (e *Engine) Stats() Stats {
+	s := e.stats
+	s.Dangling = make(map[string]int64, len(e.stats.Dangling))
+	for k, v := range e.stats.Dangling {
+		s.Dangling[k] = v
+	}
+	return s
+}
+
+// OpenTurns is the number of turns open now; Sessions the sessions tracked.
+func (e *Engine) OpenTurns() int { return e.open.Len() }
+
+// Sessions is the number of sessions the engine tracks.
+func (e *Engine) Sessions() int { return len(e.sessions) }
+
+// Metrics is the engine's cumulative metric state.
+func (e *Engine) Metrics() *Metrics { return e.metrics }
+
+// Drain returns the turns closed since the last Drain, in closing order.
+func (e *Engine) Drain() []*Turn {
+	out := e.closed
+	e.closed = nil
+	return out
+}
+
+// Ingest hands one event to the engine at arrival time now. Events of a
+// session are applied in seq order: an early event waits (bounded) for the
+// missing ones, a repeated seq is dropped.
+func (e *Engine) Ingest(in Input, now time.Time) {
+	e.metrics.now = now
+	s := e.session(in.SessionID, now)
+	if in.Header != nil {
+		s.header = in.Header
+	}
+	s.format = in.Format
+	ev := in.Event
+	if !s.started && (ev.Seq == 0 || in.Gappy) {
+		s.started, s.next = true, ev.Seq
+	}
+	// Otherwise a stream that joined late, or whose first events are still
+	// on the way, is held (below) until its gap times out.
+	switch {
+	case s.started && ev.Seq < s.next:
+		e.stats.Duplicates++
+		return
+	case s.buf[ev.Seq] != nil:
+		e.stats.Duplicates++
+		return
+	case s.started && ev.Seq == s.next:
+		e.apply(s, ev, now)
+		s.next = ev.Seq + 1
+		e.drainBuffer(s, now)
+	case s.started && in.Gappy:
+		e.apply(s, ev, now)
+		s.next = ev.Seq + 1
+	default:
+		s.buf[ev.Seq] = ev
+		e.markGap(s, now)
+		if len(s.buf) > e.cfg.ReorderWindow {
+			e.stats.Overflows++
+			e.skipGap(s, now)
+		}
+	}
+}
+
+func (e *Engine) markGap(s *session, now time.Time) {
+	if s.gapSince.IsZero() {
+		s.gapSince = now
+	}
+	e.gaps[s] = struct{}{}
+}
+
+// skipGap gives up on the missing seqs: processing resumes at the lowest
+// buffered seq.
+func (e *Engine) skipGap(s *session, now time.Time) {
+	if len(s.buf) == 0 {
+		return
+	}
+	if s.started {
+		e.stats.GapsSkipped++
+	}
+	s.started = true
+	s.next = s.minBuffered()
+	e.drainBuffer(s, now)
+}
+
+func (e *Engine) drainBuffer(s *session, now time.Time) {
+	for {
+		ev := s.buf[s.next]
+		if ev == nil {
+			break
+		}
+		delete(s.buf, s.next)
+		e.apply(s, ev, now)
+		s.next++
+	}
+	if len(s.buf) == 0 {
+		s.gapSince = time.Time{}
+		delete(e.gaps, s)
+	}
+}
+
+// Sweep closes what has waited long enough at arrival time now: gaps older
+// than GapTimeout are skipped, turns silent for DanglingTimeout are closed
+// as dangling.
+func (e *Engine) Sweep(now time.Time) {
+	e.metrics.now = now
+	for s := range e.gaps {
+		if now.Sub(s.gapSince) >= e.cfg.GapTimeout {
+			s.gapSince = time.Time{}
+			delete(e.gaps, s)
+			e.skipGap(s, now)
+		}
+	}
+	for el := e.lru.Front(); el != nil; {
+		s := el.Value.(*session)
+		if now.Sub(s.lastArrival) < e.cfg.DanglingTimeout {
+			break // the list is ordered by arrival
+		}
+		el = el.Next()
+		if s.turn != nil {
+			e.closeDangling(s, CauseTimeout)
+		}
+	}
+}
+
+// Flush applies every buffered event (skipping gaps) and closes every open
+// turn as dangling with cause; used at shutdown and at the end of a file.
+func (e *Engine) Flush(cause string, now time.Time) {
+	e.metrics.now = now
+	for s := range e.gaps {
+		s.gapSince = time.Time{}
+		delete(e.gaps, s)
+		e.skipGap(s, now)
+	}
+	for el := e.open.Front(); el != nil; {
+		s := el.Value.(*session)
+		el = el.Next()
+		e.closeDangling(s, cause)
+	}
+}
+
+func (e *Engine) session(id string, now time.Time) *session {
+	s := e.sessions[id]
+	if s == nil {
+		if len(e.sessions) >= e.cfg.MaxSessions {
+			e.evictSession()
+		}
+		s = newSession(id, e)
+		s.lruElem = e.lru.PushBack(s)
+		e.sessions[id] = s
+		e.stats.SessionsSeen++
+	} else {
+		e.lru.MoveToBack(s.lruElem)
+	}
+	s.lastArrival = now
+	return s
+}
+
+func (e *Engine) evictSession() {
+	el := e.lru.Front()
+	if el == nil {
+		return
+	}
+	s := el.Value.(*session)
+	if s.turn != nil {
+		e.closeDangling(s, CauseEvicted)
+	}
+	e.lru.Remove(el)
+	delete(e.gaps, s)
+	delete(e.sessions, s.id)
+}
+
+func (e *Engine) closeDangling(s *session, cause string) {
+	if s.turn == nil {
+		return
+	}
+	e.stats.Dangling[cause]++
+	s.closeTurn(sessionlog.Reason{Kind: "dangling"}, cause, s.turn.lastTime, -1)
+}
+
+// turnOpened tracks a newly opened turn and enforces MaxOpenTurns.
+func (e *Engine) turnOpened(s *session) {
+	for e.open.Len() >= e.cfg.MaxOpenTurns {
+		oldest := e.open.Front().Value.(*session)
+		e.closeDangling(oldest, CauseEvicted)
+	}
+	s.openElem = e.open.PushBack(s)
+}
+
+// turnClosed records a closed turn.
+func (e *Engine) turnClosed(s *session, t *Turn) {
+	if s.openElem != nil {
+		e.open.Remove(s.openElem)
+		s.openElem = nil
+	}
+	e.stats.TurnsClosed++
+	e.metrics.recordTurn(t)
+	e.closed = append(e.closed, t)
+}

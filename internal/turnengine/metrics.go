@@ -1,0 +1,356 @@
+package turnengine
+
+import (
+	"sort"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+// Metric names (DESIGN §5).
+const (
+	MetricTurns             = "dsh.turns"
+	MetricTurnDuration      = "dsh.turn.duration"
+	MetricTurnSteps         = "dsh.turn.steps"
+	MetricTurnsOpen         = "dsh.turns.open"
+	MetricUsageTokens       = "dsh.usage.tokens"
+	MetricReasoningTokens   = "dsh.usage.reasoning_tokens"
+	MetricClientTokenUsage  = "gen_ai.client.token.usage"
+	MetricClientDuration    = "gen_ai.client.operation.duration"
+	MetricClientFirstChunk  = "gen_ai.client.operation.time_to_first_chunk"
+	MetricToolCalls         = "dsh.tool.calls"
+	MetricToolDuration      = "dsh.tool.duration"
+	MetricSessionEvents     = "dsh.session.events"
+	MetricSessionViolations = "dsh.session.violations"
+)
+
+// OtherValue replaces attribute values beyond the cardinality cap.
+const OtherValue = "other"
+
+var (
+	durationBounds = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92, 163.84, 327.68, 655.36, 1310.72}
+	tokenBounds    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
+	stepBounds     = []float64{1, 2, 3, 5, 8, 13, 21, 34, 55, 89}
+)
+
+type metricKind int
+
+const (
+	kindCounter metricKind = iota
+	kindHistogram
+)
+
+type metricDef struct {
+	name, desc, unit string
+	kind             metricKind
+	bounds           []float64
+}
+
+var metricDefs = []metricDef{
+	{MetricTurns, "Turns closed, by TurnEndReason kind (dangling for turns dsh never closed).", "{turn}", kindCounter, nil},
+	{MetricTurnDuration, "Turn wall time, turn/start to turn/end.", "s", kindHistogram, durationBounds},
+	{MetricTurnSteps, "Steps per turn.", "{step}", kindHistogram, stepBounds},
+	{MetricUsageTokens, "Tokens spent, disjoint by type (input is uncached prompt tokens).", "{token}", kindCounter, nil},
+	{MetricReasoningTokens, "Reasoning tokens reported by the provider (a part of output tokens).", "{token}", kindCounter, nil},
+	{MetricClientTokenUsage, "Tokens per model call (input: prompt incl. cached; output).", "{token}", kindHistogram, tokenBounds},
+	{MetricClientDuration, "Model call duration.", "s", kindHistogram, durationBounds},
+	{MetricClientFirstChunk, "Time from the model request to its first non-empty chunk.", "s", kindHistogram, durationBounds},
+	{MetricToolCalls, "Tool calls by outcome.", "{call}", kindCounter, nil},
+	{MetricToolDuration, "Tool call latency, tool/call to tool/result.", "s", kindHistogram, durationBounds},
+	{MetricSessionEvents, "Session events seen, each once.", "{event}", kindCounter, nil},
+	{MetricSessionViolations, "Format invariant violations seen.", "{violation}", kindCounter, nil},
+}
+
+type point struct {
+	attrs []Attr
+	start time.Time
+	// counter
+	value int64
+	// histogram
+	counts    []uint64
+	count     uint64
+	sum       float64
+	min, max  float64
+	exemplars []exemplar
+}
+
+type exemplar struct {
+	traceID pcommon.TraceID
+	spanID  pcommon.SpanID
+	at      int64 // unix nanos
+	value   float64
+}
+
+// maxExemplars per histogram point per flush.
+const maxExemplars = 4
+
+// Metrics holds the cumulative aggregates the engine emits (DESIGN §5).
+type Metrics struct {
+	maxValues int
+	admitted  map[string]map[string]struct{}
+	series    map[string]map[string]*point // metric name → attribute key → point
+	now       time.Time
+}
+
+func newMetrics() *Metrics {
+	m := &Metrics{maxValues: 100, admitted: map[string]map[string]struct{}{}, series: map[string]map[string]*point{}}
+	for _, d := range metricDefs {
+		m.series[d.name] = map[string]*point{}
+	}
+	return m
+}
+
+// SetMaxValues sets the cap on distinct model, tool and event-type values.
+func (m *Metrics) SetMaxValues(n int) {
+	if n > 0 {
+		m.maxValues = n
+	}
+}
+
+// capped admits a value of a capped dimension, or returns OtherValue.
+func (m *Metrics) capped(dim, value string) string {
+	set := m.admitted[dim]
+	if set == nil {
+		set = map[string]struct{}{}
+		m.admitted[dim] = set
+	}
+	if _, ok := set[value]; ok {
+		return value
+	}
+	if len(set) >= m.maxValues {
+		return OtherValue
+	}
+	set[value] = struct{}{}
+	return value
+}
+
+func attrKey(attrs []Attr) string {
+	var b strings.Builder
+	for _, a := range attrs {
+		b.WriteString(a.Key)
+		b.WriteByte(0)
+		switch v := a.Value.(type) {
+		case string:
+			b.WriteString(v)
+		default:
+			b.WriteString("?")
+		}
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+func (m *Metrics) point(name string, attrs []Attr) *point {
+	k := attrKey(attrs)
+	p := m.series[name][k]
+	if p == nil {
+		p = &point{attrs: attrs, start: m.now}
+		m.series[name][k] = p
+	}
+	return p
+}
+
+func (m *Metrics) add(name string, n int64, attrs ...Attr) {
+	m.point(name, attrs).value += n
+}
+
+func (m *Metrics) observe(name string, v float64, ex *exemplar, attrs ...Attr) {
+	p := m.point(name, attrs)
+	var bounds []float64
+	for _, d := range metricDefs {
+		if d.name == name {
+			bounds = d.bounds
+		}
+	}
+	if p.counts == nil {
+		p.counts = make([]uint64, len(bounds)+1)
+		p.min, p.max = v, v
+	}
+	p.counts[sort.SearchFloat64s(bounds, v)]++
+	p.count++
+	p.sum += v
+	p.min, p.max = min(p.min, v), max(p.max, v)
+	if ex != nil {
+		ex.value = v
+		if len(p.exemplars) >= maxExemplars {
+			p.exemplars = p.exemplars[1:]
+		}
+		p.exemplars = append(p.exemplars, *ex)
+	}
+}
+
+func (m *Metrics) recordEvent(typ string) {
+	m.add(MetricSessionEvents, 1, Attr{"event.type", m.capped("event.type", typ)})
+}
+
+func (m *Metrics) recordViolation(code string) {
+	m.add(MetricSessionViolations, 1, Attr{"dsh.violation", code})
+}
+
+func seconds(ms int64) float64 { return float64(ms) / 1000 }
+
+func msToNanos(ms int64) int64 { return ms * int64(time.Millisecond) }
+
+// recordTurn aggregates a closed turn: its outcome, its model calls and its
+// tool calls.
+func (m *Metrics) recordTurn(t *Turn) {
+	reason := reasonKind(t)
+	errType := ""
+	if t.Reason.Failure != nil {
+		errType = t.Reason.Failure.Code
+	}
+	trace := TraceID(t.SessionID, t.Number)
+	m.add(MetricTurns, 1, Attr{"dsh.turn.end_reason", reason}, Attr{"gen_ai.agent.name", m.capped("agent", t.Agent)}, Attr{"error.type", errType})
+	turnEx := &exemplar{traceID: trace, spanID: TurnSpanID(t.SessionID, t.Number), at: msToNanos(t.EndTime)}
+	m.observe(MetricTurnDuration, seconds(t.EndTime-t.StartTime), turnEx, Attr{"dsh.turn.end_reason", reason})
+	stepsEx := *turnEx
+	m.observe(MetricTurnSteps, float64(len(t.Steps)), &stepsEx, Attr{"dsh.turn.end_reason", reason})
+	for _, st := range t.Steps {
+		for _, a := range st.Attempts {
+			m.recordAttempt(t, st, a, trace)
+		}
+		for _, tc := range st.Tools {
+			m.recordTool(t, st, tc, trace)
+		}
+	}
+}
+
+func (m *Metrics) recordAttempt(t *Turn, st *Step, a *Attempt, trace pcommon.TraceID) {
+	provider := m.capped("provider", a.Provider)
+	model := m.capped("model", a.Model)
+	span := ChatSpanID(t.SessionID, t.Number, st.Number, a.Index)
+	ex := func() *exemplar { return &exemplar{traceID: trace, spanID: span, at: msToNanos(a.EndTime)} }
+	pm := []Attr{{"gen_ai.provider.name", provider}, {"gen_ai.request.model", model}}
+	errType := ""
+	if a.Failed() {
+		errType = "_OTHER"
+		if a.Failure != nil && a.Failure.Code != "" {
+			errType = a.Failure.Code
+		}
+	}
+	m.observe(MetricClientDuration, seconds(a.EndTime-a.StartTime), ex(),
+		Attr{"gen_ai.operation.name", "chat"}, pm[0], pm[1], Attr{"error.type", errType})
+	if a.HasFirstChunk {
+		m.observe(MetricClientFirstChunk, seconds(a.FirstChunkTime-a.StartTime), ex(), pm...)
+	}
+	if u := a.Usage; u != nil {
+		for _, tt := range []struct {
+			typ string
+			n   int64
+		}{{"input", u.InputTokens}, {"cache_read", u.CacheReadTokens}, {"cache_write", u.CacheWriteTokens}, {"output", u.OutputTokens}} {
+			if tt.n > 0 {
+				m.add(MetricUsageTokens, tt.n, Attr{"gen_ai.token.type", tt.typ}, pm[0], pm[1])
+			}
+		}
+		if u.ReasoningTokens > 0 {
+			m.add(MetricReasoningTokens, u.ReasoningTokens, pm...)
+		}
+		m.observe(MetricClientTokenUsage, float64(u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens), ex(),
+			Attr{"gen_ai.token.type", "input"}, pm[0], pm[1])
+		m.observe(MetricClientTokenUsage, float64(u.OutputTokens), ex(), Attr{"gen_ai.token.type", "output"}, pm[0], pm[1])
+	}
+}
+
+func (m *Metrics) recordTool(t *Turn, st *Step, tc *ToolCall, trace pcommon.TraceID) {
+	name := m.capped("tool", tc.Name)
+	m.add(MetricToolCalls, 1, Attr{"gen_ai.tool.name", name}, Attr{"dsh.tool.outcome", tc.Outcome})
+	if tc.Outcome != "unknown" {
+		ex := &exemplar{traceID: trace, spanID: ToolSpanID(t.SessionID, t.Number, st.Number, tc.CallID, ""), at: msToNanos(tc.EndTime)}
+		m.observe(MetricToolDuration, seconds(tc.EndTime-tc.StartTime), ex, Attr{"gen_ai.tool.name", name})
+	}
+}
+
+// reasonKind is the turn's end reason for attributes: the TurnEndReason
+// kind, "dangling", or "unknown" for a turn/end without one.
+func reasonKind(t *Turn) string {
+	if t.Dangling() {
+		return "dangling"
+	}
+	if t.Reason.Kind == "" {
+		return "unknown"
+	}
+	return t.Reason.Kind
+}
+
+// AppendTo writes every series, cumulative, into sm at time now, with the
+// open-turns gauge, and clears the exemplars it wrote.
+func (m *Metrics) AppendTo(sm pmetric.ScopeMetrics, now time.Time, openTurns int) {
+	ts := pcommon.NewTimestampFromTime(now)
+	for _, d := range metricDefs {
+		pts := m.series[d.name]
+		if len(pts) == 0 {
+			continue
+		}
+		keys := make([]string, 0, len(pts))
+		for k := range pts {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		mt := sm.Metrics().AppendEmpty()
+		mt.SetName(d.name)
+		mt.SetDescription(d.desc)
+		mt.SetUnit(d.unit)
+		switch d.kind {
+		case kindCounter:
+			sum := mt.SetEmptySum()
+			sum.SetIsMonotonic(true)
+			sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+			for _, k := range keys {
+				p := pts[k]
+				dp := sum.DataPoints().AppendEmpty()
+				putAttrs(dp.Attributes(), p.attrs)
+				dp.SetStartTimestamp(pcommon.NewTimestampFromTime(p.start))
+				dp.SetTimestamp(ts)
+				dp.SetIntValue(p.value)
+			}
+		case kindHistogram:
+			h := mt.SetEmptyHistogram()
+			h.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+			for _, k := range keys {
+				p := pts[k]
+				dp := h.DataPoints().AppendEmpty()
+				putAttrs(dp.Attributes(), p.attrs)
+				dp.SetStartTimestamp(pcommon.NewTimestampFromTime(p.start))
+				dp.SetTimestamp(ts)
+				dp.ExplicitBounds().FromRaw(d.bounds)
+				dp.BucketCounts().FromRaw(p.counts)
+				dp.SetCount(p.count)
+				dp.SetSum(p.sum)
+				dp.SetMin(p.min)
+				dp.SetMax(p.max)
+				for _, ex := range p.exemplars {
+					e := dp.Exemplars().AppendEmpty()
+					e.SetTraceID(ex.traceID)
+					e.SetSpanID(ex.spanID)
+					e.SetTimestamp(pcommon.Timestamp(ex.at))
+					e.SetDoubleValue(ex.value)
+				}
+				p.exemplars = p.exemplars[:0]
+			}
+		}
+	}
+	g := sm.Metrics().AppendEmpty()
+	g.SetName(MetricTurnsOpen)
+	g.SetDescription("Turns open now.")
+	g.SetUnit("{turn}")
+	dp := g.SetEmptyGauge().DataPoints().AppendEmpty()
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(int64(openTurns))
+}
+
+func putAttrs(m pcommon.Map, attrs []Attr) {
+	for _, a := range attrs {
+		switch v := a.Value.(type) {
+		case string:
+			if v != "" { // an empty value is no attribute (error.type on success)
+				m.PutStr(a.Key, v)
+			}
+		case int64:
+			m.PutInt(a.Key, v)
+		case bool:
+			m.PutBool(a.Key, v)
+		}
+	}
+}

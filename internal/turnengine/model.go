@@ -1,0 +1,135 @@
+// Package turnengine rebuilds the per-turn state of dsh sessions from their
+// events: turns, steps, model attempts and tool calls, closed when dsh
+// closes them or as dangling when it never does. It maps closed turns to
+// spans (one trace per turn) and aggregates metrics. It is pure and
+// deterministic: the caller hands it events and the time; it imports no
+// collector package beyond pdata for its output, so the connector, the CLI
+// and the benchmarks share it.
+package turnengine
+
+import "github.com/dshtrace/dshtrace/sessionlog"
+
+// Turn is one run of the agent loop, closed.
+type Turn struct {
+	SessionID string
+	Number    int64
+	Agent     string
+	// StartTime and EndTime are event times in Unix milliseconds, clamped
+	// so that EndTime ≥ StartTime.
+	StartTime, EndTime int64
+	StartSeq, EndSeq   int64
+	// Reason is the turn/end reason; for a dangling turn Kind is "dangling".
+	Reason sessionlog.Reason
+	// DanglingCause is timeout, evicted, shutdown or end-of-input.
+	DanglingCause string
+	Steps         []*Step
+	Events        []SpanEvent
+	// Clamped is set when some time of the turn had to be clamped.
+	Clamped bool
+	// Late is how many events arrived for this turn after it was closed —
+	// known only for turns still remembered; informational.
+	Usage Tokens
+}
+
+// Dangling reports whether dsh never closed the turn.
+func (t *Turn) Dangling() bool { return t.DanglingCause != "" }
+
+// Step is one model request plus the tool executions it asked for.
+type Step struct {
+	Number             int64
+	StartTime, EndTime int64
+	StartSeq           int64
+	Attempts           []*Attempt
+	Tools              []*ToolCall
+	Events             []SpanEvent
+	Clamped            bool
+	// Open is true when the step had no step/end (a dangling turn).
+	Open bool
+}
+
+// Attempt is one model call of a step: a chat span.
+type Attempt struct {
+	// Index is the attempt's number in its step, from 1.
+	Index              int
+	StartTime, EndTime int64
+	Provider, Model    string
+	Usage              *sessionlog.Usage
+	// FinishKind is the stream's finish reason kind (stop, tool-calls,
+	// max-tokens, error, aborted, …), empty when the stream had none.
+	FinishKind string
+	Failure    *sessionlog.Failure
+	// FirstChunkTime is the time of the first non-empty delta (HasFirstChunk).
+	FirstChunkTime int64
+	HasFirstChunk  bool
+	// Committed is true for the attempt an assistant/message committed;
+	// MessageSeq and Sources are that message's seq and sourceEventSeqs.
+	Committed   bool
+	Interrupted bool
+	MessageSeq  int64
+	Sources     []int64
+	// Advertised are the tool calls the message requested (id and name).
+	Advertised []sessionlog.ToolCallRef
+	Clamped    bool
+	// InputMessages and OutputMessages are the captured content (JSON),
+	// set only with content capture on.
+	InputMessages, OutputMessages string
+	// chunk bookkeeping (v0): seqs of the attempt's chunks.
+	firstSeq, lastSeq int64
+	closed            bool
+}
+
+// Failed reports whether the attempt failed (an error or aborted finish
+// without a committed message).
+func (a *Attempt) Failed() bool {
+	return !a.Committed && (a.FinishKind == "error" || a.FinishKind == "aborted" || a.Failure != nil)
+}
+
+// ToolCall is one tool execution (or a nested dispatch sub-call).
+type ToolCall struct {
+	CallID, Name       string
+	StartTime, EndTime int64
+	StartSeq           int64
+	// Outcome is ok, error, or unknown (no result).
+	Outcome   string
+	ErrorCode string
+	// Arguments and Result are captured content (only with capture on).
+	Arguments, Result string
+	SubCalls          []*ToolCall
+	// SubCallID is set on nested dispatch sub-calls.
+	SubCallID string
+	Clamped   bool
+	done      bool
+}
+
+// SpanEvent is a point event on a span: a user message, a retry, a
+// compaction, an approval, a hook.
+type SpanEvent struct {
+	Name  string
+	Time  int64
+	Seq   int64
+	Attrs []Attr
+	// CallID puts the event on that tool call's span when it is in the step.
+	CallID string
+}
+
+// Attr is one span-event attribute.
+type Attr struct {
+	Key   string
+	Value any // string, int64, bool
+}
+
+// Tokens are a turn's token totals, disjoint as dsh counts them.
+type Tokens struct {
+	Input, Output, CacheRead, CacheWrite, Reasoning int64
+}
+
+func (t *Tokens) add(u *sessionlog.Usage) {
+	if u == nil {
+		return
+	}
+	t.Input += u.InputTokens
+	t.Output += u.OutputTokens
+	t.CacheRead += u.CacheReadTokens
+	t.CacheWrite += u.CacheWriteTokens
+	t.Reasoning += u.ReasoningTokens
+}

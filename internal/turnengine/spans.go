@@ -1,0 +1,299 @@
+package turnengine
+
+import (
+	"fmt"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// ScopeName is the instrumentation scope of everything the engine emits.
+const ScopeName = "github.com/dshtrace/dshtrace/connector/turnstate"
+
+// Traces renders closed turns as OTLP traces: one trace per turn, one
+// ResourceSpans per session (resource session.id and service.name = the
+// agent), spans as DESIGN §4 lays out.
+func Traces(turns []*Turn) ptrace.Traces {
+	td := ptrace.NewTraces()
+	bySession := map[string]ptrace.SpanSlice{}
+	for _, t := range turns {
+		key := t.SessionID + "\x00" + t.Agent
+		spans, ok := bySession[key]
+		if !ok {
+			rs := td.ResourceSpans().AppendEmpty()
+			rs.Resource().Attributes().PutStr("service.name", t.Agent)
+			rs.Resource().Attributes().PutStr("session.id", t.SessionID)
+			ss := rs.ScopeSpans().AppendEmpty()
+			ss.Scope().SetName(ScopeName)
+			spans = ss.Spans()
+			bySession[key] = spans
+		}
+		appendTurn(spans, t)
+	}
+	return td
+}
+
+func ts(ms int64) pcommon.Timestamp { return pcommon.Timestamp(msToNanos(ms)) }
+
+func appendTurn(spans ptrace.SpanSlice, t *Turn) {
+	trace := TraceID(t.SessionID, t.Number)
+	root := TurnSpanID(t.SessionID, t.Number)
+	sp := spans.AppendEmpty()
+	sp.SetTraceID(trace)
+	sp.SetSpanID(root)
+	sp.SetName("invoke_agent " + t.Agent)
+	sp.SetKind(ptrace.SpanKindInternal)
+	sp.SetStartTimestamp(ts(t.StartTime))
+	sp.SetEndTimestamp(ts(t.EndTime))
+	a := sp.Attributes()
+	a.PutStr("gen_ai.operation.name", "invoke_agent")
+	a.PutStr("gen_ai.agent.name", t.Agent)
+	a.PutStr("gen_ai.conversation.id", t.SessionID)
+	a.PutStr("session.id", t.SessionID)
+	a.PutInt("dsh.turn", t.Number)
+	reason := reasonKind(t)
+	a.PutStr("dsh.turn.end_reason", reason)
+	if t.Reason.Cause != "" {
+		a.PutStr("dsh.turn.abort_cause", t.Reason.Cause)
+	}
+	if t.Reason.HookReason != "" {
+		a.PutStr("dsh.turn.abort_hook_reason", t.Reason.HookReason)
+	}
+	if t.Reason.Failure != nil && t.Reason.Failure.Code != "" {
+		a.PutStr("error.type", t.Reason.Failure.Code)
+	}
+	if t.DanglingCause != "" {
+		a.PutStr("dsh.dangling.cause", t.DanglingCause)
+	}
+	a.PutInt("dsh.turn.steps", int64(len(t.Steps)))
+	putUsageTotals(a, t.Usage)
+	a.PutInt("dsh.event.seq", t.StartSeq)
+	if t.Clamped {
+		a.PutBool("dsh.time.clamped", true)
+	}
+	switch reason {
+	case "error":
+		msg := "turn failed"
+		if t.Reason.Failure != nil && t.Reason.Failure.Message != "" {
+			msg = t.Reason.Failure.Message
+		}
+		sp.Status().SetCode(ptrace.StatusCodeError)
+		sp.Status().SetMessage(msg)
+	case "interrupted":
+		sp.Status().SetCode(ptrace.StatusCodeError)
+		sp.Status().SetMessage("turn interrupted (closed by crash repair)")
+	case "dangling":
+		sp.Status().SetCode(ptrace.StatusCodeError)
+		sp.Status().SetMessage("turn never ended: closed as dangling (" + t.DanglingCause + ")")
+	}
+	if t.Number > 1 {
+		l := sp.Links().AppendEmpty()
+		l.SetTraceID(TraceID(t.SessionID, t.Number-1))
+		l.SetSpanID(TurnSpanID(t.SessionID, t.Number-1))
+		l.Attributes().PutStr("dsh.link", "previous_turn")
+	}
+	appendEvents(sp, t.Events, "")
+
+	for _, st := range t.Steps {
+		stepID := StepSpanID(t.SessionID, t.Number, st.Number)
+		ssp := spans.AppendEmpty()
+		ssp.SetTraceID(trace)
+		ssp.SetSpanID(stepID)
+		ssp.SetParentSpanID(root)
+		ssp.SetName("step")
+		ssp.SetKind(ptrace.SpanKindInternal)
+		ssp.SetStartTimestamp(ts(st.StartTime))
+		ssp.SetEndTimestamp(ts(st.EndTime))
+		sa := ssp.Attributes()
+		sa.PutStr("gen_ai.conversation.id", t.SessionID)
+		sa.PutInt("dsh.turn", t.Number)
+		sa.PutInt("dsh.step", st.Number)
+		sa.PutInt("dsh.event.seq", st.StartSeq)
+		if st.Open {
+			sa.PutBool("dsh.step.open", true)
+		}
+		if st.Clamped {
+			sa.PutBool("dsh.time.clamped", true)
+		}
+		appendEvents(ssp, st.Events, "")
+
+		chatByCall := map[string]pcommon.SpanID{}
+		for _, at := range st.Attempts {
+			id := ChatSpanID(t.SessionID, t.Number, st.Number, at.Index)
+			for _, c := range at.Advertised {
+				chatByCall[c.ID] = id
+			}
+			appendChat(spans, t, st, at, trace, stepID, id)
+		}
+		for _, tc := range st.Tools {
+			appendTool(spans, t, st, tc, trace, stepID, chatByCall[tc.CallID], "")
+		}
+	}
+}
+
+func putUsageTotals(a pcommon.Map, u Tokens) {
+	a.PutInt("gen_ai.usage.input_tokens", u.Input+u.CacheRead+u.CacheWrite)
+	a.PutInt("gen_ai.usage.output_tokens", u.Output)
+	a.PutInt("gen_ai.usage.cache_read.input_tokens", u.CacheRead)
+	a.PutInt("gen_ai.usage.cache_creation.input_tokens", u.CacheWrite)
+	if u.Reasoning > 0 {
+		a.PutInt("dsh.usage.reasoning_tokens", u.Reasoning)
+	}
+}
+
+func appendChat(spans ptrace.SpanSlice, t *Turn, st *Step, at *Attempt, trace pcommon.TraceID, parent, id pcommon.SpanID) {
+	sp := spans.AppendEmpty()
+	sp.SetTraceID(trace)
+	sp.SetSpanID(id)
+	sp.SetParentSpanID(parent)
+	model := at.Model
+	if model == "" {
+		model = "unknown"
+	}
+	sp.SetName("chat " + model)
+	sp.SetKind(ptrace.SpanKindClient)
+	sp.SetStartTimestamp(ts(at.StartTime))
+	sp.SetEndTimestamp(ts(at.EndTime))
+	a := sp.Attributes()
+	a.PutStr("gen_ai.operation.name", "chat")
+	a.PutStr("gen_ai.conversation.id", t.SessionID)
+	if at.Provider != "" {
+		a.PutStr("gen_ai.provider.name", at.Provider)
+	}
+	if at.Model != "" {
+		a.PutStr("gen_ai.request.model", at.Model)
+		a.PutStr("gen_ai.response.model", at.Model)
+	}
+	a.PutInt("dsh.turn", t.Number)
+	a.PutInt("dsh.step", st.Number)
+	a.PutInt("dsh.attempt", int64(at.Index))
+	if u := at.Usage; u != nil {
+		a.PutInt("gen_ai.usage.input_tokens", u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens)
+		a.PutInt("gen_ai.usage.output_tokens", u.OutputTokens)
+		a.PutInt("gen_ai.usage.cache_read.input_tokens", u.CacheReadTokens)
+		a.PutInt("gen_ai.usage.cache_creation.input_tokens", u.CacheWriteTokens)
+		if u.ReasoningTokens > 0 {
+			a.PutInt("dsh.usage.reasoning_tokens", u.ReasoningTokens)
+		}
+	}
+	if at.FinishKind != "" {
+		a.PutEmptySlice("gen_ai.response.finish_reasons").AppendEmpty().SetStr(at.FinishKind)
+	}
+	if at.Committed {
+		a.PutInt("dsh.event.seq", at.MessageSeq)
+		if len(at.Sources) > 0 {
+			s := a.PutEmptySlice("dsh.source_event_seqs")
+			s.EnsureCapacity(len(at.Sources))
+			for _, n := range at.Sources {
+				s.AppendEmpty().SetInt(n)
+			}
+		}
+	}
+	if at.Interrupted {
+		a.PutBool("dsh.interrupted", true)
+	}
+	if at.HasFirstChunk {
+		a.PutDouble("dsh.time_to_first_chunk", seconds(at.FirstChunkTime-at.StartTime))
+	}
+	if at.Clamped {
+		a.PutBool("dsh.time.clamped", true)
+	}
+	if at.InputMessages != "" {
+		a.PutStr("gen_ai.input.messages", at.InputMessages)
+	}
+	if at.OutputMessages != "" {
+		a.PutStr("gen_ai.output.messages", at.OutputMessages)
+	}
+	if at.Failed() {
+		code, msg := "_OTHER", "model call failed ("+at.FinishKind+")"
+		if at.Failure != nil {
+			if at.Failure.Code != "" {
+				code = at.Failure.Code
+			}
+			if at.Failure.Message != "" {
+				msg = at.Failure.Message
+			}
+		}
+		a.PutStr("error.type", code)
+		sp.Status().SetCode(ptrace.StatusCodeError)
+		sp.Status().SetMessage(msg)
+	}
+}
+
+func appendTool(spans ptrace.SpanSlice, t *Turn, st *Step, tc *ToolCall, trace pcommon.TraceID, parent, chat pcommon.SpanID, parentCall string) {
+	id := ToolSpanID(t.SessionID, t.Number, st.Number, tc.CallID, tc.SubCallID)
+	sp := spans.AppendEmpty()
+	sp.SetTraceID(trace)
+	sp.SetSpanID(id)
+	sp.SetParentSpanID(parent)
+	name := tc.Name
+	if name == "" {
+		name = "unknown"
+	}
+	sp.SetName("execute_tool " + name)
+	sp.SetKind(ptrace.SpanKindInternal)
+	sp.SetStartTimestamp(ts(tc.StartTime))
+	sp.SetEndTimestamp(ts(tc.EndTime))
+	a := sp.Attributes()
+	a.PutStr("gen_ai.operation.name", "execute_tool")
+	a.PutStr("gen_ai.conversation.id", t.SessionID)
+	if tc.Name != "" {
+		a.PutStr("gen_ai.tool.name", tc.Name)
+	}
+	a.PutStr("gen_ai.tool.type", "function")
+	if tc.SubCallID != "" {
+		a.PutStr("gen_ai.tool.call.id", tc.SubCallID)
+		a.PutStr("dsh.tool.parent_call_id", parentCall)
+	} else {
+		a.PutStr("gen_ai.tool.call.id", tc.CallID)
+	}
+	a.PutInt("dsh.turn", t.Number)
+	a.PutInt("dsh.step", st.Number)
+	a.PutInt("dsh.event.seq", tc.StartSeq)
+	a.PutStr("dsh.tool.outcome", tc.Outcome)
+	if tc.Clamped {
+		a.PutBool("dsh.time.clamped", true)
+	}
+	if tc.Arguments != "" {
+		a.PutStr("gen_ai.tool.call.arguments", tc.Arguments)
+	}
+	if tc.Result != "" {
+		a.PutStr("gen_ai.tool.call.result", tc.Result)
+	}
+	if tc.Outcome == "error" {
+		code := tc.ErrorCode
+		if code == "" {
+			code = "tool_error"
+		}
+		a.PutStr("error.type", code)
+		sp.Status().SetCode(ptrace.StatusCodeError)
+		sp.Status().SetMessage(fmt.Sprintf("tool %s failed (%s)", name, code))
+	}
+	if !chat.IsEmpty() {
+		l := sp.Links().AppendEmpty()
+		l.SetTraceID(trace)
+		l.SetSpanID(chat)
+		l.Attributes().PutStr("dsh.link", "advertised_by")
+	}
+	if tc.SubCallID == "" {
+		appendEvents(sp, st.Events, tc.CallID)
+	}
+	for _, sub := range tc.SubCalls {
+		appendTool(spans, t, st, sub, trace, id, pcommon.SpanID{}, tc.CallID)
+	}
+}
+
+// appendEvents adds the span events that belong on this span: those with
+// no call when callID is empty, else those of the call.
+func appendEvents(sp ptrace.Span, events []SpanEvent, callID string) {
+	for _, e := range events {
+		if e.CallID != callID {
+			continue
+		}
+		se := sp.Events().AppendEmpty()
+		se.SetName(e.Name)
+		se.SetTimestamp(ts(e.Time))
+		se.Attributes().PutInt("dsh.event.seq", e.Seq)
+		putAttrs(se.Attributes(), e.Attrs)
+	}
+}
