@@ -15,6 +15,8 @@ type TurnSummary struct {
 	Steps  int    `json:"steps"`
 	// ToolCalls are the callIds of the turn's tool/call events, in order.
 	ToolCalls []string `json:"tool_calls"`
+	// StartSeq is the seq of the turn's turn/start.
+	StartSeq int64 `json:"-"`
 }
 
 // Report is the result of checking one input.
@@ -77,7 +79,7 @@ func Check(r io.Reader, opts Options) (*Report, error) {
 			rep.Events++
 			switch e.Type {
 			case "turn/start":
-				rep.Turns = append(rep.Turns, TurnSummary{Session: id, Turn: e.Turn, Reason: "open", ToolCalls: []string{}})
+				rep.Turns = append(rep.Turns, TurnSummary{Session: id, Turn: e.Turn, Reason: "open", ToolCalls: []string{}, StartSeq: e.Seq})
 				s.turn = len(rep.Turns) - 1
 			case "step/start":
 				if s.turn >= 0 {

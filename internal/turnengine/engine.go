@@ -243,6 +243,9 @@ func (e *Engine) drainBuffer(s *session, now time.Time) {
 	if len(s.buf) == 0 {
 		s.gapSince = time.Time{}
 		delete(e.gaps, s)
+	} else if s.gapSince.IsZero() {
+		// A further gap: it gets its own wait.
+		e.markGap(s, now)
 	}
 }
 
@@ -255,7 +258,7 @@ func (e *Engine) Sweep(now time.Time) {
 		if now.Sub(s.gapSince) >= e.cfg.GapTimeout {
 			s.gapSince = time.Time{}
 			delete(e.gaps, s)
-			e.skipGap(s, now)
+			e.skipGap(s, now) // re-marks the session if a further gap remains
 		}
 	}
 	for el := e.lru.Front(); el != nil; {
@@ -275,9 +278,11 @@ func (e *Engine) Sweep(now time.Time) {
 func (e *Engine) Flush(cause string, now time.Time) {
 	e.metrics.now = now
 	for s := range e.gaps {
-		s.gapSince = time.Time{}
+		for len(s.buf) > 0 {
+			s.gapSince = time.Time{}
+			e.skipGap(s, now)
+		}
 		delete(e.gaps, s)
-		e.skipGap(s, now)
 	}
 	for el := e.open.Front(); el != nil; {
 		s := el.Value.(*session)
