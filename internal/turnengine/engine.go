@@ -179,6 +179,7 @@ func (e *Engine) Ingest(in Input, now time.Time) {
 		s.header = in.Header
 	}
 	s.format = in.Format
+	s.gappy = s.gappy || in.Gappy
 	ev := in.Event
 	if !s.started && (ev.Seq == 0 || in.Gappy) {
 		s.started, s.next = true, ev.Seq

@@ -1,0 +1,179 @@
+package logrecord
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/dshtrace/dshtrace/sessionlog"
+)
+
+// Origin says which producer made a record.
+type Origin int
+
+const (
+	// OriginReceiver: our session_event receiver (Body = the physical row).
+	OriginReceiver Origin = iota
+	// OriginDshV4: dsh v4's own OTLP export (attribute content = envelope JSON).
+	OriginDshV4
+	// OriginDshV0: dsh v0's own OTLP export (body = data, event.* attributes;
+	// one chunk per step, so seq gaps are normal).
+	OriginDshV0
+)
+
+// ErrNotSession is returned for a record that is no session event of any
+// producer we know (dsh's operational records, other logs in the pipeline).
+var ErrNotSession = errors.New("not a dsh session record")
+
+// Record is a log record read back as session events.
+type Record struct {
+	SessionID string
+	Origin    Origin
+	Row       *sessionlog.Row
+	Format    sessionlog.Format
+	// Header is the session's header, once a header record was read.
+	Header *sessionlog.Header
+}
+
+// Reader reads records back into rows. It keeps per session what the
+// rows' decoding needs across records (the format version, the header),
+// for at most maxSessions sessions.
+type Reader struct {
+	max      int
+	sessions map[string]*readState
+	order    []string
+}
+
+type readState struct {
+	dec    *sessionlog.RowDecoder
+	header *sessionlog.Header
+}
+
+// NewReader returns a Reader remembering at most maxSessions sessions.
+func NewReader(maxSessions int) *Reader {
+	if maxSessions <= 0 {
+		maxSessions = 100000
+	}
+	return &Reader{max: maxSessions, sessions: map[string]*readState{}}
+}
+
+func (r *Reader) state(session string) *readState {
+	s := r.sessions[session]
+	if s == nil {
+		if len(r.sessions) >= r.max {
+			drop := r.order[:len(r.order)/2]
+			for _, id := range drop {
+				delete(r.sessions, id)
+			}
+			r.order = append([]string(nil), r.order[len(drop):]...)
+		}
+		s = &readState{dec: sessionlog.NewRowDecoder(0, 0)}
+		r.sessions[session] = s
+		r.order = append(r.order, session)
+	}
+	return s
+}
+
+// Forget drops what the Reader keeps of a session.
+func (r *Reader) Forget(session string) { delete(r.sessions, session) }
+
+func strAttr(m pcommon.Map, key string) string {
+	if v, ok := m.Get(key); ok && v.Type() == pcommon.ValueTypeStr {
+		return v.Str()
+	}
+	return ""
+}
+
+func intAttr(m pcommon.Map, key string) (int64, bool) {
+	v, ok := m.Get(key)
+	if !ok {
+		return 0, false
+	}
+	switch v.Type() {
+	case pcommon.ValueTypeInt:
+		return v.Int(), true
+	case pcommon.ValueTypeDouble:
+		return int64(v.Double()), true
+	}
+	return 0, false
+}
+
+// Read decodes one record. The returned Row's problems say what is wrong
+// with a bad row; the error is ErrNotSession or a header version this
+// reader does not support.
+func (r *Reader) Read(res pcommon.Resource, lr plog.LogRecord) (Record, error) {
+	attrs := lr.Attributes()
+	session := strAttr(attrs, AttrSessionID)
+	if session == "" {
+		session = strAttr(res.Attributes(), AttrSessionID)
+	}
+	if session == "" {
+		session = strAttr(attrs, "sessionId")
+	}
+	switch name := lr.EventName(); {
+	case name == EventNameEvent || name == EventNameHeader:
+		if session == "" || lr.Body().Type() != pcommon.ValueTypeStr {
+			return Record{}, fmt.Errorf("%w: %s record without session.id or string body", ErrNotSession, name)
+		}
+		return r.decode(session, OriginReceiver, []byte(lr.Body().Str()), name == EventNameHeader, attrs)
+	case name == "session-log" || strAttr(attrs, "content") != "":
+		content := strAttr(attrs, "content")
+		if session == "" || content == "" {
+			return Record{}, fmt.Errorf("%w: session-log record without sessionId or content", ErrNotSession)
+		}
+		return r.decode(session, OriginDshV4, []byte(content), false, attrs)
+	}
+	typ := strAttr(attrs, AttrEventType)
+	seq, hasSeq := intAttr(attrs, AttrEventSeq)
+	if typ == "" || !hasSeq || session == "" {
+		return Record{}, ErrNotSession
+	}
+	// dsh v0's export: rebuild the envelope from the body (data) and the
+	// event.* attributes; time is the record's timestamp in ms.
+	env := map[string]any{
+		"type": typ,
+		"seq":  seq,
+		"time": int64(lr.Timestamp()) / int64(time.Millisecond),
+		"data": lr.Body().AsRaw(),
+	}
+	b, err := json.Marshal(env)
+	if err != nil {
+		return Record{}, fmt.Errorf("%w: %v", ErrNotSession, err)
+	}
+	return r.decode(session, OriginDshV0, b, false, attrs)
+}
+
+func (r *Reader) decode(session string, origin Origin, body []byte, header bool, attrs pcommon.Map) (Record, error) {
+	st := r.state(session)
+	if header {
+		// A header may arrive after events (another batch): decode it on
+		// its own, then let it fix the session's format.
+		hd := sessionlog.NewRowDecoder(0, 0)
+		row, err := hd.Decode(body, 1)
+		if err != nil {
+			return Record{}, err
+		}
+		if row.Header != nil {
+			st.header = row.Header
+			st.dec.SetFormat(hd.Format())
+		}
+		return Record{SessionID: session, Origin: origin, Row: row, Format: hd.Format(), Header: st.header}, nil
+	}
+	if v, ok := intAttr(attrs, AttrFormatVersion); ok && v >= 0 && v <= 4 {
+		f := st.dec.Format()
+		if !f.FromHeader && (!f.Known || int(v) > f.Version) {
+			st.dec.SetFormat(sessionlog.Format{Version: int(v), Known: true})
+		}
+	}
+	seq, _ := intAttr(attrs, AttrEventSeq)
+	// Rows read back have no line; the seq stands in for it in messages.
+	row, err := st.dec.Decode(body, int(seq)+1)
+	if err != nil {
+		return Record{}, err
+	}
+	return Record{SessionID: session, Origin: origin, Row: row, Format: st.dec.Format(), Header: st.header}, nil
+}
