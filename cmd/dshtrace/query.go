@@ -1,10 +1,331 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"os"
+	"slices"
+
+	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
+// queryMode is what a query selects.
+type queryMode int
+
+const (
+	byTurn    queryMode = iota // --turn N
+	byCallID                   // --call-id ID
+	bySources                  // --sources SEQ
+)
+
+// queryArgs are a parsed query command line.
+type queryArgs struct {
+	file       string
+	mode       queryMode
+	turn       int64
+	callID     string
+	seq        int64
+	transitive bool
+}
+
+// runQuery prints the physical rows behind a turn (--turn N), a tool round
+// trip (--call-id ID) or a seq's citations (--sources SEQ [--transitive]),
+// byte for byte and in file order, each row at most once. Exit 0 when a row
+// matched, 1 when none did, 2 on unreadable input or bad flags.
 func runQuery(args []string, stdin io.Reader, stdout io.Writer) error {
-	return &exitError{code: 2, err: errors.New("query: not implemented yet")}
+	q, err := parseQuery(args)
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("query: %v", err)}
+	}
+	w := bufio.NewWriter(stdout)
+	defer w.Flush()
+	var n int
+	switch q.mode {
+	case byTurn, byCallID:
+		n, err = queryStream(q, stdin, w)
+	case bySources:
+		n, err = querySources(q, stdin, w)
+	}
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("query: %v", err)}
+	}
+	if n == 0 {
+		return &exitError{code: 1, err: fmt.Errorf("query: %s: %s", q.file, q.nothing())}
+	}
+	return nil
+}
+
+// parseQuery reads `FILE (--turn N | --call-id ID | --sources SEQ
+// [--transitive])`, with FILE before or after the flags.
+func parseQuery(args []string) (*queryArgs, error) {
+	q := &queryArgs{}
+	fs := flag.NewFlagSet("query", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Int64Var(&q.turn, "turn", 0, "the rows of turn `N`")
+	fs.StringVar(&q.callID, "call-id", "", "the rows of the tool round trip of call `ID`")
+	fs.Int64Var(&q.seq, "sources", 0, "the rows cited by the sourceEventSeqs of `SEQ`")
+	fs.BoolVar(&q.transitive, "transitive", false, "with --sources: follow citations recursively")
+	var files []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		files = append(files, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	modes := 0
+	for _, m := range []string{"turn", "call-id", "sources"} {
+		if set[m] {
+			modes++
+		}
+	}
+	switch {
+	case len(files) != 1:
+		return nil, errors.New("want exactly one FILE")
+	case modes != 1:
+		return nil, errors.New("want exactly one of --turn, --call-id, --sources")
+	case set["transitive"] && !set["sources"]:
+		return nil, errors.New("--transitive needs --sources")
+	case set["turn"] && q.turn < 0:
+		return nil, fmt.Errorf("--turn %d: turn numbers are not negative", q.turn)
+	case set["call-id"] && q.callID == "":
+		return nil, errors.New("--call-id needs a non-empty ID")
+	case set["sources"] && q.seq < 0:
+		return nil, fmt.Errorf("--sources %d: seqs are not negative", q.seq)
+	}
+	q.file = files[0]
+	switch {
+	case set["turn"]:
+		q.mode = byTurn
+	case set["call-id"]:
+		q.mode = byCallID
+	default:
+		q.mode = bySources
+	}
+	return q, nil
+}
+
+// nothing says what was not found.
+func (q *queryArgs) nothing() string {
+	switch q.mode {
+	case byTurn:
+		return fmt.Sprintf("no turn/start for turn %d", q.turn)
+	case byCallID:
+		return fmt.Sprintf("no row of call %q", q.callID)
+	}
+	return fmt.Sprintf("seq %d is absent or cites nothing that is present", q.seq)
+}
+
+// eachRow decodes r and calls fn for every row, stopping at the first
+// error. Errors name the file and line.
+func eachRow(name string, r io.Reader, fn func(*sessionlog.Row)) error {
+	dec, err := sessionlog.NewDecoder(r, sessionlog.Options{})
+	if err != nil {
+		return fmt.Errorf("%s: %v", name, err)
+	}
+	defer dec.Close()
+	for {
+		row, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %v", name, err)
+		}
+		fn(row)
+	}
+}
+
+// writeRow writes a row's bytes as read, with a newline.
+func writeRow(w io.Writer, r *sessionlog.Row) {
+	w.Write(r.Bytes)
+	w.Write([]byte{'\n'})
+}
+
+// queryStream answers --turn and --call-id in one pass, holding only the
+// state of each session's open turn.
+func queryStream(q *queryArgs, stdin io.Reader, w io.Writer) (int, error) {
+	f, err := openInput(q.file, stdin)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	var match func(*sessionlog.Row) bool
+	if q.mode == byTurn {
+		match = turnMatcher(q.turn)
+	} else {
+		match = callMatcher(q.callID)
+	}
+	n := 0
+	err = eachRow(q.file, f, func(r *sessionlog.Row) {
+		if match(r) {
+			writeRow(w, r)
+			n++
+		}
+	})
+	return n, err
+}
+
+// turnMatcher matches every row of a session from turn/start N through
+// turn/end N. A turn left open runs until the next turn/start or the end of
+// the input.
+func turnMatcher(turn int64) func(*sessionlog.Row) bool {
+	inside := map[string]bool{}
+	return func(r *sessionlog.Row) bool {
+		key := sessionKey(r)
+		in := inside[key]
+		for _, e := range r.Events {
+			switch {
+			case e.Type == "turn/start" && e.HasTurn && e.Turn == turn:
+				in = true
+			case e.Type == "turn/start" && in:
+				inside[key] = false
+				return false // turn N never ended; the next turn is not part of it
+			}
+		}
+		if !in {
+			return false
+		}
+		inside[key] = !slices.ContainsFunc(r.Events, func(e sessionlog.Event) bool {
+			return e.Type == "turn/end" && e.HasTurn && e.Turn == turn
+		})
+		return true
+	}
+}
+
+// callMatcher matches the rows of one tool round trip: the assistant/message
+// that advertised the call, its tool/call, its tool/result(s) (paired as
+// §12.2 #6 says, so seed-dialect results without a call id count), and the
+// dispatch sub-calls under it.
+func callMatcher(id string) func(*sessionlog.Row) bool {
+	pairs := map[string]*pairing[string]{}
+	return func(r *sessionlog.Row) bool {
+		key := sessionKey(r)
+		p := pairs[key]
+		if p == nil {
+			p = &pairing[string]{}
+			pairs[key] = p
+		}
+		hit := false
+		for i := range r.Events {
+			e := &r.Events[i]
+			switch e.Type {
+			case "turn/start", "turn/end":
+				p.reset()
+			case "assistant/message":
+				if slices.ContainsFunc(e.Advertised, func(c sessionlog.ToolCallRef) bool { return c.ID == id }) {
+					hit = true
+				}
+			case "tool/call":
+				p.add(e, e.CallID)
+				hit = hit || e.CallID == id
+			case "tool/result":
+				if e.CallID == id {
+					hit = true
+				}
+				if e.Surface.Kind != sessionlog.SurfaceReplace {
+					if c, ok := p.resolve(e); ok && c == id {
+						hit = true
+					}
+				}
+			case "tool/ptc-dispatch-start", "tool/ptc-dispatch", "tool/code-dispatch-start", "tool/code-dispatch":
+				hit = hit || e.CallID == id || e.RootCallID == id
+			}
+		}
+		return hit
+	}
+}
+
+// seqKey names one event: its session and seq.
+type seqKey struct {
+	session string
+	seq     int64
+}
+
+// querySources answers --sources in two passes: the first collects the
+// citations (sourceEventSeqs only, never rows) and resolves the cited set,
+// the second prints the rows holding it. Standard input is buffered so it
+// can be read twice.
+func querySources(q *queryArgs, stdin io.Reader, w io.Writer) (int, error) {
+	open := func() (io.ReadCloser, error) { return os.Open(q.file) }
+	if q.file == "-" {
+		b, err := io.ReadAll(stdin)
+		if err != nil {
+			return 0, fmt.Errorf("-: %v", err)
+		}
+		open = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
+	}
+
+	// Pass 1: citations. Without --transitive only the queried seq's are needed.
+	cites := map[seqKey][]int64{}
+	f, err := open()
+	if err != nil {
+		return 0, err
+	}
+	err = eachRow(q.file, f, func(r *sessionlog.Row) {
+		key := sessionKey(r)
+		for _, e := range r.Events {
+			if len(e.Sources) > 0 && (q.transitive || e.Seq == q.seq) && e.Seq <= q.seq {
+				k := seqKey{key, e.Seq}
+				cites[k] = append(cites[k], e.Sources...)
+			}
+		}
+	})
+	f.Close()
+	if err != nil {
+		return 0, err
+	}
+	want := map[seqKey]bool{}
+	var queue []seqKey
+	for k, srcs := range cites {
+		if k.seq != q.seq {
+			continue
+		}
+		for _, s := range srcs {
+			c := seqKey{k.session, s}
+			if !want[c] {
+				want[c] = true
+				queue = append(queue, c)
+			}
+		}
+	}
+	for q.transitive && len(queue) > 0 {
+		k := queue[0]
+		queue = queue[1:]
+		for _, s := range cites[k] {
+			c := seqKey{k.session, s}
+			if !want[c] {
+				want[c] = true
+				queue = append(queue, c)
+			}
+		}
+	}
+	if len(want) == 0 {
+		return 0, nil
+	}
+
+	// Pass 2: the rows holding a wanted event.
+	f, err = open()
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	n := 0
+	err = eachRow(q.file, f, func(r *sessionlog.Row) {
+		key := sessionKey(r)
+		if slices.ContainsFunc(r.Events, func(e sessionlog.Event) bool { return want[seqKey{key, e.Seq}] }) {
+			writeRow(w, r)
+			n++
+		}
+	})
+	return n, err
 }
