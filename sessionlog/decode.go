@@ -448,6 +448,11 @@ func (d *RowDecoder) decodeSurfaceOp(r *Row, e *Event, op *fastjson.Value) {
 	r.problem(e.Seq, CodeSurfaceOpInvalid, fmt.Sprintf("surfaceOp %s is neither \"append\" nor {op:\"replace\", start/end or startSeq/endSeq}", op.MarshalTo(nil)))
 }
 
+// maxSourceSeqs bounds how many seqs one sourceEventSeqs may expand to: a
+// range pair is a few bytes but can name up to 2^53 seqs. Real citations (a
+// compaction's shadowed nodes, an attempt's chunks) stay far below it.
+const maxSourceSeqs = 1 << 20
+
 // decodeSources expands sourceEventSeqs (§4.2) and checks the rules that
 // need nothing but the event itself.
 func decodeSources(r *Row, e *Event, src *fastjson.Value) {
@@ -482,6 +487,10 @@ func decodeSources(r *Row, e *Event, src *fastjson.Value) {
 			}
 			if e.Seq >= 0 && b >= e.Seq {
 				bad(fmt.Sprintf("sourceEventSeqs range %s reaches seq %d, not earlier than the event", el.MarshalTo(nil), b))
+				return
+			}
+			if b-a+1 > int64(maxSourceSeqs-len(out)) {
+				bad(fmt.Sprintf("sourceEventSeqs expands to more than %d seqs", maxSourceSeqs))
 				return
 			}
 			e.SourcesRanged = true

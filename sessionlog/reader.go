@@ -136,7 +136,7 @@ func (d *Decoder) Next() (*Row, error) {
 		if err != nil && err != io.EOF {
 			d.done = true
 			if d.zr != nil && errors.Is(err, io.ErrUnexpectedEOF) {
-				d.tail = &Tail{Line: d.line + 1, Bytes: len(b), Frame: true}
+				d.tail = &Tail{Line: d.line + 1, Bytes: int(d.consumed), Frame: true}
 				return nil, io.EOF
 			}
 			if d.zr != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -150,7 +150,8 @@ func (d *Decoder) Next() (*Row, error) {
 				return nil, io.EOF
 			}
 			if !d.opts.DecodeUnterminated {
-				d.tail = &Tail{Line: d.line + 1, Bytes: len(b)}
+				// consumed, not len(b): a torn record over the limit was dropped.
+				d.tail = &Tail{Line: d.line + 1, Bytes: int(d.consumed)}
 				return nil, io.EOF
 			}
 		}

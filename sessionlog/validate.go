@@ -241,7 +241,7 @@ func (v *Validator) event(e *Event, f Format, out []Violation) []Violation {
 		if !detached {
 			inStep()
 		}
-	case "assistant/attempt":
+	case "assistant/attempt", "llm/retry": // §10.3: a retry sits inside the open step
 		inStep()
 	case "assistant/message":
 		v.citeGaps(e)

@@ -3,6 +3,9 @@
 package tools
 
 import (
+	_ "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	_ "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/storagetest"
+	_ "github.com/stretchr/testify/require"
 	_ "go.opentelemetry.io/collector/component"
 	_ "go.opentelemetry.io/collector/component/componentstatus"
 	_ "go.opentelemetry.io/collector/component/componenttest"
@@ -26,7 +29,4 @@ import (
 	_ "go.opentelemetry.io/collector/receiver/receivertest"
 	_ "go.opentelemetry.io/otel/metric"
 	_ "go.opentelemetry.io/otel/sdk/metric"
-	_ "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/storagetest"
-	_ "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
-	_ "github.com/stretchr/testify/require"
 )

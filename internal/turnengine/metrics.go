@@ -2,7 +2,6 @@ package turnengine
 
 import (
 	"sort"
-	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -63,8 +62,24 @@ var metricDefs = []metricDef{
 	{MetricSessionViolations, "Format invariant violations seen.", "{violation}", kindCounter, nil},
 }
 
+// kv is one metric attribute; every metric attribute is a string.
+type kv struct{ k, v string }
+
+// attrSet is a data point's attributes, by value: recording into an
+// existing series allocates nothing.
+type attrSet struct {
+	n  int
+	kv [5]kv
+}
+
+func attrs(pairs ...kv) attrSet {
+	var s attrSet
+	s.n = copy(s.kv[:], pairs)
+	return s
+}
+
 type point struct {
-	attrs []Attr
+	attrs attrSet
 	start time.Time
 	// counter
 	value int64
@@ -91,13 +106,17 @@ type Metrics struct {
 	maxValues int
 	admitted  map[string]map[string]struct{}
 	series    map[string]map[string]*point // metric name → attribute key → point
+	defs      map[string]*metricDef
 	now       time.Time
+	keyBuf    []byte
 }
 
 func newMetrics() *Metrics {
-	m := &Metrics{maxValues: 100, admitted: map[string]map[string]struct{}{}, series: map[string]map[string]*point{}}
-	for _, d := range metricDefs {
+	m := &Metrics{maxValues: 100, admitted: map[string]map[string]struct{}{},
+		series: map[string]map[string]*point{}, defs: map[string]*metricDef{}}
+	for i, d := range metricDefs {
 		m.series[d.name] = map[string]*point{}
+		m.defs[d.name] = &metricDefs[i]
 	}
 	return m
 }
@@ -126,44 +145,31 @@ func (m *Metrics) capped(dim, value string) string {
 	return value
 }
 
-func attrKey(attrs []Attr) string {
-	var b strings.Builder
-	for _, a := range attrs {
-		b.WriteString(a.Key)
-		b.WriteByte(0)
-		switch v := a.Value.(type) {
-		case string:
-			b.WriteString(v)
-		default:
-			b.WriteString("?")
-		}
-		b.WriteByte(0)
+func (m *Metrics) point(name string, a attrSet) *point {
+	buf := m.keyBuf[:0]
+	for _, p := range a.kv[:a.n] {
+		buf = append(buf, p.k...)
+		buf = append(buf, 0)
+		buf = append(buf, p.v...)
+		buf = append(buf, 0)
 	}
-	return b.String()
-}
-
-func (m *Metrics) point(name string, attrs []Attr) *point {
-	k := attrKey(attrs)
-	p := m.series[name][k]
-	if p == nil {
-		p = &point{attrs: attrs, start: m.now}
-		m.series[name][k] = p
+	m.keyBuf = buf
+	series := m.series[name]
+	if p := series[string(buf)]; p != nil { // no allocation for the lookup
+		return p
 	}
+	p := &point{attrs: a, start: m.now}
+	series[string(buf)] = p
 	return p
 }
 
-func (m *Metrics) add(name string, n int64, attrs ...Attr) {
-	m.point(name, attrs).value += n
+func (m *Metrics) add(name string, n int64, a attrSet) {
+	m.point(name, a).value += n
 }
 
-func (m *Metrics) observe(name string, v float64, ex *exemplar, attrs ...Attr) {
-	p := m.point(name, attrs)
-	var bounds []float64
-	for _, d := range metricDefs {
-		if d.name == name {
-			bounds = d.bounds
-		}
-	}
+func (m *Metrics) observe(name string, v float64, ex exemplar, a attrSet) {
+	p := m.point(name, a)
+	bounds := m.defs[name].bounds
 	if p.counts == nil {
 		p.counts = make([]uint64, len(bounds)+1)
 		p.min, p.max = v, v
@@ -172,21 +178,23 @@ func (m *Metrics) observe(name string, v float64, ex *exemplar, attrs ...Attr) {
 	p.count++
 	p.sum += v
 	p.min, p.max = min(p.min, v), max(p.max, v)
-	if ex != nil {
+	if !ex.traceID.IsEmpty() {
 		ex.value = v
 		if len(p.exemplars) >= maxExemplars {
-			p.exemplars = p.exemplars[1:]
+			copy(p.exemplars, p.exemplars[1:])
+			p.exemplars = p.exemplars[:maxExemplars-1]
 		}
-		p.exemplars = append(p.exemplars, *ex)
+		p.exemplars = append(p.exemplars, ex)
 	}
 }
 
 func (m *Metrics) recordEvent(typ string) {
-	m.add(MetricSessionEvents, 1, Attr{"event.type", m.capped("event.type", typ)})
+	m.add(MetricSessionEvents, 1, attrs(kv{"event.type", m.capped("event.type", typ)}))
 }
 
-func (m *Metrics) recordViolation(code string) {
-	m.add(MetricSessionViolations, 1, Attr{"dsh.violation", code})
+// RecordViolation counts one invariant violation by its code.
+func (m *Metrics) RecordViolation(code string) {
+	m.add(MetricSessionViolations, 1, attrs(kv{"dsh.violation", code}))
 }
 
 func seconds(ms int64) float64 { return float64(ms) / 1000 }
@@ -202,11 +210,11 @@ func (m *Metrics) recordTurn(t *Turn) {
 		errType = t.Reason.Failure.Code
 	}
 	trace := TraceID(t.SessionID, t.Number)
-	m.add(MetricTurns, 1, Attr{"dsh.turn.end_reason", reason}, Attr{"gen_ai.agent.name", m.capped("agent", t.Agent)}, Attr{"error.type", errType})
-	turnEx := &exemplar{traceID: trace, spanID: TurnSpanID(t.SessionID, t.Number), at: msToNanos(t.EndTime)}
-	m.observe(MetricTurnDuration, seconds(t.EndTime-t.StartTime), turnEx, Attr{"dsh.turn.end_reason", reason})
-	stepsEx := *turnEx
-	m.observe(MetricTurnSteps, float64(len(t.Steps)), &stepsEx, Attr{"dsh.turn.end_reason", reason})
+	m.add(MetricTurns, 1, attrs(kv{"dsh.turn.end_reason", reason}, kv{"gen_ai.agent.name", m.capped("agent", t.Agent)}, kv{"error.type", errType}))
+	ex := exemplar{traceID: trace, spanID: TurnSpanID(t.SessionID, t.Number), at: msToNanos(t.EndTime)}
+	byReason := attrs(kv{"dsh.turn.end_reason", reason})
+	m.observe(MetricTurnDuration, seconds(t.EndTime-t.StartTime), ex, byReason)
+	m.observe(MetricTurnSteps, float64(len(t.Steps)), ex, byReason)
 	for _, st := range t.Steps {
 		for _, a := range st.Attempts {
 			m.recordAttempt(t, st, a, trace)
@@ -218,11 +226,9 @@ func (m *Metrics) recordTurn(t *Turn) {
 }
 
 func (m *Metrics) recordAttempt(t *Turn, st *Step, a *Attempt, trace pcommon.TraceID) {
-	provider := m.capped("provider", a.Provider)
-	model := m.capped("model", a.Model)
-	span := ChatSpanID(t.SessionID, t.Number, st.Number, a.Index)
-	ex := func() *exemplar { return &exemplar{traceID: trace, spanID: span, at: msToNanos(a.EndTime)} }
-	pm := []Attr{{"gen_ai.provider.name", provider}, {"gen_ai.request.model", model}}
+	provider := kv{"gen_ai.provider.name", m.capped("provider", a.Provider)}
+	model := kv{"gen_ai.request.model", m.capped("model", a.Model)}
+	ex := exemplar{traceID: trace, spanID: ChatSpanID(t.SessionID, t.Number, st.Number, a.Index), at: msToNanos(a.EndTime)}
 	errType := ""
 	if a.Failed() {
 		errType = "_OTHER"
@@ -230,35 +236,35 @@ func (m *Metrics) recordAttempt(t *Turn, st *Step, a *Attempt, trace pcommon.Tra
 			errType = a.Failure.Code
 		}
 	}
-	m.observe(MetricClientDuration, seconds(a.EndTime-a.StartTime), ex(),
-		Attr{"gen_ai.operation.name", "chat"}, pm[0], pm[1], Attr{"error.type", errType})
+	m.observe(MetricClientDuration, seconds(a.EndTime-a.StartTime), ex,
+		attrs(kv{"gen_ai.operation.name", "chat"}, provider, model, kv{"error.type", errType}))
 	if a.HasFirstChunk {
-		m.observe(MetricClientFirstChunk, seconds(a.FirstChunkTime-a.StartTime), ex(), pm...)
+		m.observe(MetricClientFirstChunk, seconds(a.FirstChunkTime-a.StartTime), ex, attrs(provider, model))
 	}
 	if u := a.Usage; u != nil {
-		for _, tt := range []struct {
+		for _, tt := range [...]struct {
 			typ string
 			n   int64
 		}{{"input", u.InputTokens}, {"cache_read", u.CacheReadTokens}, {"cache_write", u.CacheWriteTokens}, {"output", u.OutputTokens}} {
 			if tt.n > 0 {
-				m.add(MetricUsageTokens, tt.n, Attr{"gen_ai.token.type", tt.typ}, pm[0], pm[1])
+				m.add(MetricUsageTokens, tt.n, attrs(kv{"gen_ai.token.type", tt.typ}, provider, model))
 			}
 		}
 		if u.ReasoningTokens > 0 {
-			m.add(MetricReasoningTokens, u.ReasoningTokens, pm...)
+			m.add(MetricReasoningTokens, u.ReasoningTokens, attrs(provider, model))
 		}
-		m.observe(MetricClientTokenUsage, float64(u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens), ex(),
-			Attr{"gen_ai.token.type", "input"}, pm[0], pm[1])
-		m.observe(MetricClientTokenUsage, float64(u.OutputTokens), ex(), Attr{"gen_ai.token.type", "output"}, pm[0], pm[1])
+		m.observe(MetricClientTokenUsage, float64(u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens), ex,
+			attrs(kv{"gen_ai.token.type", "input"}, provider, model))
+		m.observe(MetricClientTokenUsage, float64(u.OutputTokens), ex, attrs(kv{"gen_ai.token.type", "output"}, provider, model))
 	}
 }
 
 func (m *Metrics) recordTool(t *Turn, st *Step, tc *ToolCall, trace pcommon.TraceID) {
-	name := m.capped("tool", tc.Name)
-	m.add(MetricToolCalls, 1, Attr{"gen_ai.tool.name", name}, Attr{"dsh.tool.outcome", tc.Outcome})
+	name := kv{"gen_ai.tool.name", m.capped("tool", tc.Name)}
+	m.add(MetricToolCalls, 1, attrs(name, kv{"dsh.tool.outcome", tc.Outcome}))
 	if tc.Outcome != "unknown" {
-		ex := &exemplar{traceID: trace, spanID: ToolSpanID(t.SessionID, t.Number, st.Number, tc.CallID, ""), at: msToNanos(tc.EndTime)}
-		m.observe(MetricToolDuration, seconds(tc.EndTime-tc.StartTime), ex, Attr{"gen_ai.tool.name", name})
+		ex := exemplar{traceID: trace, spanID: ToolSpanID(t.SessionID, t.Number, st.Number, tc.CallID, ""), at: msToNanos(tc.EndTime)}
+		m.observe(MetricToolDuration, seconds(tc.EndTime-tc.StartTime), ex, attrs(name))
 	}
 }
 
@@ -300,7 +306,7 @@ func (m *Metrics) AppendTo(sm pmetric.ScopeMetrics, now time.Time, openTurns int
 			for _, k := range keys {
 				p := pts[k]
 				dp := sum.DataPoints().AppendEmpty()
-				putAttrs(dp.Attributes(), p.attrs)
+				putKVs(dp.Attributes(), p.attrs)
 				dp.SetStartTimestamp(pcommon.NewTimestampFromTime(p.start))
 				dp.SetTimestamp(ts)
 				dp.SetIntValue(p.value)
@@ -311,7 +317,7 @@ func (m *Metrics) AppendTo(sm pmetric.ScopeMetrics, now time.Time, openTurns int
 			for _, k := range keys {
 				p := pts[k]
 				dp := h.DataPoints().AppendEmpty()
-				putAttrs(dp.Attributes(), p.attrs)
+				putKVs(dp.Attributes(), p.attrs)
 				dp.SetStartTimestamp(pcommon.NewTimestampFromTime(p.start))
 				dp.SetTimestamp(ts)
 				dp.ExplicitBounds().FromRaw(d.bounds)
@@ -351,6 +357,14 @@ func putAttrs(m pcommon.Map, attrs []Attr) {
 			m.PutInt(a.Key, v)
 		case bool:
 			m.PutBool(a.Key, v)
+		}
+	}
+}
+
+func putKVs(m pcommon.Map, a attrSet) {
+	for _, p := range a.kv[:a.n] {
+		if p.v != "" { // an empty value is no attribute (error.type on success)
+			m.PutStr(p.k, p.v)
 		}
 	}
 }

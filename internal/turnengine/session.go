@@ -90,7 +90,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		// surface keys: there is nothing to validate it against.
 		for _, v := range s.validator.Event(ev, s.format) {
 			e.stats.Violations++
-			e.metrics.recordViolation(v.Code)
+			e.metrics.RecordViolation(v.Code)
 		}
 	}
 	if s.header != nil && s.header.HasSeedLength && ev.Seq < s.header.SeedLength {
