@@ -56,6 +56,10 @@ const (
 	CodeReplaceNotCited     = "REPLACE_NOT_CITED"
 	CodeSourcesForbidden    = "SOURCES_FORBIDDEN" // v3+ assistant/message with sourceEventSeqs
 
+	// Version-specific payload rules (§10.1).
+	CodeSystemForbidden     = "REQUEST_SYSTEM_FORBIDDEN"    // v3+: request/header carries header.system
+	CodeErrorWithoutIsError = "TOOL_ERROR_WITHOUT_IS_ERROR" // v4: tool/result.error without isError: true
+
 	// Header relations (§2, §10.3).
 	CodeSeededMismatch = "SEEDED_MISMATCH" // v2+: isSeeded without a tagged end-seed or the reverse
 )

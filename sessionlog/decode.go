@@ -573,6 +573,7 @@ func (d *RowDecoder) decodeData(r *Row, e *Event, data *fastjson.Value) {
 		d.evidence(0, false)
 		e.Chunk = decodeChunk(data.Get("chunk"))
 	case "request/header":
+		e.HasSystem = data.Get("header", "system") != nil
 		e.Provider = string(data.GetStringBytes("header", "config", "provider"))
 		e.Model = string(data.GetStringBytes("header", "config", "model"))
 	case "request/context":
@@ -643,6 +644,7 @@ func (d *RowDecoder) decodeToolResult(e *Event, data *fastjson.Value) {
 		e.IsError = data.Get("error") != nil
 	}
 	e.ErrorCode = string(data.GetStringBytes("error", "code"))
+	e.HasErrorDetail = data.Get("error") != nil
 	if tn := msg.Get("toolName"); tn != nil {
 		e.ToolName = string(tn.GetStringBytes())
 		d.evidence(0, true)

@@ -229,6 +229,10 @@ type Event struct {
 	// SyntheticResult: a crash-repair tool result (message id
 	// interrupted-tool-result-…).
 	SyntheticResult bool
+	// HasErrorDetail: a tool/result carries data.error.
+	HasErrorDetail bool
+	// HasSystem: a request/header carries header.system (v0–v2 only).
+	HasSystem bool
 
 	// Reason is turn/end's reason.
 	Reason Reason

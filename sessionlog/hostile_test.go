@@ -77,6 +77,8 @@ func TestHostileFiles(t *testing.T) {
 		{"tool-call-not-advertised.jsonl", []at{{5, 3, CodeToolCallNotAdvertised}}},
 		{"tool-call-arguments-differ.jsonl", []at{{5, 3, CodeToolCallNotAdvertised}}},
 		{"llm-retry-outside-step.jsonl", []at{{5, 3, CodeEventOutsideStep}}},
+		{"request-system-v3.jsonl", []at{{4, 2, CodeSystemForbidden}}},
+		{"tool-error-without-is-error.jsonl", []at{{6, 4, CodeErrorWithoutIsError}}},
 		// Open unions: unknown event types (with and without ignorable,
 		// plugin: records), reason kinds, chunk and stream record types,
 		// finish kinds, content blocks and source kinds are all tolerated.

@@ -262,12 +262,19 @@ func (v *Validator) event(e *Event, f Format, out []Violation) []Violation {
 			out = v.toolCall(e, f, out)
 		}
 	case "tool/result":
+		if rules >= 4 && e.HasErrorDetail && !e.IsError {
+			add(CodeErrorWithoutIsError, "a v4 tool/result may carry error only with isError: true")
+		}
 		if e.Surface.Kind == SurfaceReplace {
 			if v.openTurn == 0 {
 				add(CodeEventOutsideTurn, "a replacing tool/result needs an open turn")
 			}
 		} else if inStep() {
 			out = v.toolResult(e, out)
+		}
+	case "request/header":
+		if rules >= 3 && e.HasSystem {
+			add(CodeSystemForbidden, "a v%d request/header may not carry header.system (the system prompt is a system/message)", rules)
 		}
 	case "todo/write":
 		if v.openTurn == 0 {
