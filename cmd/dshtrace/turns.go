@@ -6,16 +6,20 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
 // runTurns prints an outline of FILE's turns: per turn its end reason and
 // duration, per step the model, tokens and attempts, per tool call its
 // outcome and latency, with dispatch sub-calls under their parent call.
-// Turns are printed as they close, so memory is bounded by one turn.
+// The turns are the turn engine's, as `spans` and the connector see them;
+// each is printed as it closes, so memory is bounded by the open turns
+// (and the engine's reorder window), not by the log.
 func runTurns(args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flag.NewFlagSet("turns", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -40,26 +44,32 @@ func runTurns(args []string, stdin io.Reader, stdout io.Writer) error {
 }
 
 // outlineStream reads one input and writes the outline of every session in
-// it. Wrapped rows (live transports) may interleave several sessions; each
-// gets its own Outliner and a "session ID" line when output switches to it.
-// Where a fork's inherited prefix ends (§2, §10.5) a line says so: the
-// turns printed above it were copied from the parent session.
+// it, from the turns the turn engine closes: each is printed as soon as it
+// closes, the turns still open at the end of the input last. Wrapped rows
+// (live transports) may interleave several sessions; a "session ID" line
+// says when the output switches to another. Where a fork's inherited
+// prefix ends (§2, §10.5) a line says so: the turns printed above it were
+// copied from the parent session.
 func outlineStream(name string, r io.Reader, w io.Writer) error {
 	dec, err := sessionlog.NewDecoder(r, sessionlog.Options{})
 	if err != nil {
 		return fmt.Errorf("%s: %v", name, err)
 	}
 	defer dec.Close()
-	outliners := map[string]*Outliner{}
-	var order []string
+	// The whole log is outlined, inherited prefix included. Arrival time
+	// plays no part: nothing is swept, what is open at the end is flushed.
+	eng := turnengine.New(turnengine.Config{KeepInherited: true})
+	now := time.Unix(0, 0)
 	printed, shown := 0, ""
-	emit := func(key string, t *Turn) {
-		if key != "" && key != shown {
-			fmt.Fprintf(w, "session %s\n", key)
+	emit := func(turns []*turnengine.Turn) {
+		for _, t := range turns {
+			if t.SessionID != "" && t.SessionID != shown {
+				fmt.Fprintf(w, "session %s\n", t.SessionID)
+			}
+			shown = t.SessionID
+			writeTurn(w, t)
+			printed++
 		}
-		shown = key
-		writeTurn(w, t)
-		printed++
 	}
 	seedCut := int64(-1) // v0/v1: the header's seedLength, until the cut is passed
 	inherited := func(key string, seq int64) {
@@ -69,6 +79,7 @@ func outlineStream(name string, r io.Reader, w io.Writer) error {
 		}
 		fmt.Fprintf(w, "(the turns above are inherited from %s; this session's own events start at seq %d)\n", parent, seq)
 	}
+	seen := map[string]int{} // sessions in order of first event
 	for {
 		row, err := dec.Next()
 		if errors.Is(err, io.EOF) {
@@ -81,11 +92,12 @@ func outlineStream(name string, r io.Reader, w io.Writer) error {
 			seedCut = row.Header.SeedLength
 		}
 		key := sessionKey(row)
-		o := outliners[key]
-		if o == nil && len(row.Events) > 0 {
-			o = NewOutliner()
-			outliners[key] = o
-			order = append(order, key)
+		var header *sessionlog.Header
+		if key == "" {
+			header = dec.Header() // a file's header is its own session's only
+		}
+		if _, ok := seen[key]; !ok && len(row.Events) > 0 {
+			seen[key] = len(seen)
 		}
 		for i := range row.Events {
 			e := &row.Events[i]
@@ -93,19 +105,17 @@ func outlineStream(name string, r io.Reader, w io.Writer) error {
 				inherited(key, seedCut)
 				seedCut = -1
 			}
-			if t := o.Add(e); t != nil {
-				emit(key, t)
-			}
+			eng.Ingest(turnengine.Input{SessionID: key, Event: e, Format: dec.Format(), Header: header}, now)
+			emit(eng.Drain())
 			if e.Type == "session/end-seed" && e.Inherited { // v2+: the last tagged marker is the cut
 				inherited(key, e.Seq)
 			}
 		}
 	}
-	for _, key := range order {
-		if t := outliners[key].Close(); t != nil {
-			emit(key, t)
-		}
-	}
+	eng.Flush(turnengine.CauseEndOfInput, now)
+	open := eng.Drain() // in the order they opened: list them by session, as the sessions appeared
+	slices.SortStableFunc(open, func(a, b *turnengine.Turn) int { return seen[a.SessionID] - seen[b.SessionID] })
+	emit(open)
 	if printed == 0 {
 		fmt.Fprintln(w, "no turns")
 	}
@@ -127,65 +137,109 @@ func sessionKey(r *sessionlog.Row) string {
 // writeTurn writes one turn as aligned text: a turn line, then its steps and
 // calls indented beneath it. Step lines are aligned with each other, and so
 // are call lines.
-func writeTurn(w io.Writer, t *Turn) {
-	ms, ok, clamped, back := t.Duration()
-	fmt.Fprintf(w, "turn %d  %s  %s\n", t.Number, reasonText(t), durationText(ms, ok, clamped, back))
+func writeTurn(w io.Writer, t *turnengine.Turn) {
+	duration := "-" // a dangling turn has no end
+	if !t.Dangling() {
+		duration = durationText(t.StartTime, t.LoggedEndTime)
+	}
+	fmt.Fprintf(w, "turn %d  %s  %s\n", t.Number, reasonText(t), duration)
 	const steps, calls = 0, 1
 	var tb tables
 	for _, s := range t.Steps {
 		label := fmt.Sprintf("  step %d", s.Number)
-		if !s.Ended {
+		if s.Open {
 			label += " (open)"
 		}
 		in, cache, out := "in -", "cache -", "out -"
-		if s.HasUsage {
-			in = fmt.Sprintf("in %d", s.Tokens.Input)
-			cache = fmt.Sprintf("cache %d", s.Tokens.Cache)
-			out = fmt.Sprintf("out %d", s.Tokens.Output)
+		if u, ok := stepUsage(s); ok {
+			in = fmt.Sprintf("in %d", u.InputTokens)
+			cache = fmt.Sprintf("cache %d", u.CacheReadTokens+u.CacheWriteTokens)
+			out = fmt.Sprintf("out %d", u.OutputTokens)
 		}
-		tb.add(steps, label, modelText(s.Provider, s.Model), in, cache, out, fmt.Sprintf("attempts %d", s.Attempts))
-		for _, c := range s.Calls {
+		tb.add(steps, label, stepModel(s), in, cache, out, fmt.Sprintf("attempts %d", len(s.Attempts)))
+		for _, c := range s.Tools {
 			addCall(&tb, calls, c, "    ")
 		}
 	}
 	tb.write(w)
 }
 
+// stepUsage sums the usage of a step's attempts, each counted once (§8.2:
+// the engine gives a committed attempt its message's usage); ok is false
+// when no attempt reported any.
+func stepUsage(s *turnengine.Step) (u sessionlog.Usage, ok bool) {
+	for _, a := range s.Attempts {
+		if a.Usage == nil {
+			continue
+		}
+		u.InputTokens += a.Usage.InputTokens
+		u.CacheReadTokens += a.Usage.CacheReadTokens
+		u.CacheWriteTokens += a.Usage.CacheWriteTokens
+		u.OutputTokens += a.Usage.OutputTokens
+		ok = true
+	}
+	return u, ok
+}
+
+// stepModel renders the model that served a step (§8.2): the committed
+// attempt's, else the last attempt's (the latest request model before it),
+// as provider/model, whichever part is known, or "-".
+func stepModel(s *turnengine.Step) string {
+	var a *turnengine.Attempt
+	if n := len(s.Attempts); n > 0 {
+		a = s.Attempts[n-1]
+	}
+	for _, c := range slices.Backward(s.Attempts) {
+		if c.Committed {
+			a = c
+			break
+		}
+	}
+	switch {
+	case a == nil || a.Provider == "" && a.Model == "":
+		return "-"
+	case a.Provider != "" && a.Model != "":
+		return a.Provider + "/" + a.Model
+	}
+	return a.Provider + a.Model
+}
+
 // addCall adds a call line and, indented beneath it, its sub-calls'.
-func addCall(tb *tables, table int, c *Call, indent string) {
-	outcome := c.Outcome()
-	if outcome == "error" && c.ErrorCode != "" {
-		outcome = fmt.Sprintf("error (%s)", c.ErrorCode)
+func addCall(tb *tables, table int, c *turnengine.ToolCall, indent string) {
+	outcome := c.Outcome
+	if c.ErrorCode != "" {
+		outcome = fmt.Sprintf("%s (%s)", outcome, c.ErrorCode)
 	}
 	var latency string
-	switch ms, ok, clamped, back := c.Latency(); {
-	case ok:
-		latency = durationText(ms, ok, clamped, back)
-	case c.Settled && !c.Started && c.Sub:
-		latency = "- (no dispatch start)"
-	case c.Settled && !c.Started:
+	switch {
+	case c.Outcome == "unknown":
+		latency = "-"
+	case c.NotStarted:
 		latency = "- (no tool/call)"
 	default:
-		latency = "-"
+		latency = durationText(c.LoggedStartTime, c.LoggedEndTime)
 	}
-	tool := c.Tool
+	tool := c.Name
 	if tool == "" {
 		tool = "-"
 	}
-	id := c.ID
+	id := c.CallID
+	if c.SubCallID != "" {
+		id = c.SubCallID
+	}
 	if id == "" {
 		id = "-"
 	}
 	tb.add(table, indent+id, tool, outcome, latency)
-	for _, sub := range c.Subs {
+	for _, sub := range c.SubCalls {
 		addCall(tb, table, sub, indent+"  ")
 	}
 }
 
 // reasonText renders a TurnEndReason: its kind with the abort cause or
-// error code, or "open" for a turn without turn/end.
-func reasonText(t *Turn) string {
-	if !t.Ended {
+// error code, or "open" for a turn dsh never closed.
+func reasonText(t *turnengine.Turn) string {
+	if t.Dangling() {
 		return "open"
 	}
 	r := t.Reason
@@ -204,28 +258,14 @@ func reasonText(t *Turn) string {
 	return kind
 }
 
-// durationText renders a clamped duration; a clamped one says how far the
-// clock went back, an unknown one is "-".
-func durationText(ms int64, ok, clamped bool, back int64) string {
-	if !ok {
-		return "-"
+// durationText renders the time from one logged time to another, clamped
+// at 0 (§3: time is not monotonic); a clamped one says how far the clock
+// went back.
+func durationText(from, to int64) string {
+	if to < from {
+		return fmt.Sprintf("%s (clamped: clock went back %s)", time.Duration(0), time.Duration(from-to)*time.Millisecond)
 	}
-	d := time.Duration(ms) * time.Millisecond
-	if clamped {
-		return fmt.Sprintf("%s (clamped: clock went back %s)", d, time.Duration(back)*time.Millisecond)
-	}
-	return d.String()
-}
-
-// modelText renders provider/model, whichever part is known, or "-".
-func modelText(provider, model string) string {
-	switch {
-	case provider != "" && model != "":
-		return provider + "/" + model
-	case provider != "" || model != "":
-		return provider + model
-	}
-	return "-"
+	return (time.Duration(to-from) * time.Millisecond).String()
 }
 
 // tables lays out lines of cells, each line belonging to one of several

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
+	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
 // update rewrites the golden files instead of comparing against them.
@@ -206,6 +209,265 @@ func TestTurnsErrors(t *testing.T) {
 			code, _, errs := runCLI(t, tt.stdin, tt.args...)
 			if code != 2 || !strings.Contains(errs, tt.stderr) {
 				t.Errorf("exit %d, stderr %q; want exit 2 and %q", code, errs, tt.stderr)
+			}
+		})
+	}
+}
+
+// outline runs `turns -` over a JSONL snippet, which must decode without
+// problems, and returns the outline.
+func outline(t *testing.T, jsonl string) string {
+	t.Helper()
+	jsonl = strings.TrimLeft(jsonl, "\n")
+	dec, err := sessionlog.NewDecoder(strings.NewReader(jsonl), sessionlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	for {
+		row, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range row.Problems {
+			t.Fatalf("test input line %d: %s", row.Line, p)
+		}
+	}
+	code, out, errs := runCLI(t, jsonl, "turns", "-")
+	if code != 0 {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	return out
+}
+
+// TestTurnsAttemptsAndTokens: a step's attempts, tokens and model (§8.2),
+// v0/v1 attempts split from chunks and v2+ attempts recorded whole.
+func TestTurnsAttemptsAndTokens(t *testing.T) {
+	const open = `
+{"type":"turn/start","seq":0,"time":100,"data":{"turn":1}}
+{"type":"step/start","seq":1,"time":100,"data":{"turn":1,"step":1}}
+{"type":"request/header","seq":2,"time":100,"data":{"header":{"config":{"provider":"p","model":"m"}},"reason":"initial"}}
+`
+	const close = `
+{"type":"step/end","seq":20,"time":200,"data":{"turn":1,"step":1}}
+{"type":"turn/end","seq":21,"time":200,"data":{"turn":1,"reason":{"kind":"completed"}}}
+`
+	tests := []struct {
+		name, body, step string
+	}{{
+		// A failed attempt counts through its usage chunk; the committed
+		// one through message.usage, not also its chunk (§8.2).
+		name: "v0 retry: failed attempt's chunk plus committed message usage",
+		body: `
+{"type":"assistant/chunk","seq":3,"time":101,"data":{"turn":1,"step":1,"chunk":{"type":"usage","usage":{"inputTokens":7,"outputTokens":1}}}}
+{"type":"assistant/chunk","seq":4,"time":101,"data":{"turn":1,"step":1,"chunk":{"type":"finish","reason":{"kind":"error","failure":{"message":"x","code":"RATE_LIMIT"}}}}}
+{"type":"llm/retry","seq":5,"time":102,"data":{"retryId":"r","turn":1,"step":1,"provider":"p","mode":"normal","policyKey":"k","retry":1,"maxRetries":1,"delayMs":1,"failure":{"message":"x","code":"RATE_LIMIT"}}}
+{"type":"llm/retry-started","seq":6,"time":103,"data":{"retryId":"r","turn":1,"step":1,"retry":1}}
+{"type":"assistant/chunk","seq":7,"time":104,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"ok"}}}
+{"type":"assistant/chunk","seq":8,"time":104,"data":{"turn":1,"step":1,"chunk":{"type":"usage","usage":{"inputTokens":900,"outputTokens":900}}}}
+{"type":"assistant/chunk","seq":9,"time":105,"data":{"turn":1,"step":1,"chunk":{"type":"finish","reason":{"kind":"stop"}}}}
+{"type":"assistant/message","seq":10,"time":105,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"text","text":"ok"}],"source":{"kind":"model","provider":"dp","model":"dm"}},"usage":{"inputTokens":10,"outputTokens":2,"cacheReadTokens":30,"cacheWriteTokens":4}},"sourceEventSeqs":[7,8,9],"surfaceOp":"append"}
+`,
+		step: "  step 1  dp/dm  in 17  cache 34  out 3  attempts 2",
+	}, {
+		name: "v0 message without usage falls back to its attempt's usage chunk",
+		body: `
+{"type":"assistant/chunk","seq":3,"time":101,"data":{"turn":1,"step":1,"chunk":{"type":"usage","usage":{"inputTokens":5,"outputTokens":6,"cacheReadTokens":1}}}}
+{"type":"assistant/chunk","seq":4,"time":101,"data":{"turn":1,"step":1,"chunk":{"type":"finish","reason":{"kind":"stop"}}}}
+{"type":"assistant/message","seq":5,"time":105,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[],"source":{"kind":"model","provider":"dp","model":"dm"}}},"sourceEventSeqs":[3,4],"surfaceOp":"append"}
+`,
+		step: "  step 1  dp/dm  in 5  cache 1  out 6  attempts 1",
+	}, {
+		// Two finish chunks: two attempts, even with no retry event between.
+		name: "v0 attempts split at finish chunks",
+		body: `
+{"type":"assistant/chunk","seq":3,"time":101,"data":{"turn":1,"step":1,"chunk":{"type":"finish","reason":{"kind":"error","failure":{"message":"x","code":"CONTEXT_WINDOW_EXCEEDED"}}}}}
+{"type":"assistant/chunk","seq":4,"time":101,"data":{"turn":1,"step":1,"chunk":{"type":"usage","usage":{"inputTokens":3,"outputTokens":4}}}}
+{"type":"assistant/chunk","seq":5,"time":101,"data":{"turn":1,"step":1,"chunk":{"type":"finish","reason":{"kind":"stop"}}}}
+{"type":"assistant/message","seq":6,"time":105,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[],"source":{"kind":"model","provider":"dp","model":"dm"}}},"sourceEventSeqs":[4,5],"surfaceOp":"append"}
+`,
+		step: "  step 1  dp/dm  in 3  cache 0  out 4  attempts 2",
+	}, {
+		// A cancelled stream has no finish chunk; the interrupted message
+		// commits the attempt still streaming.
+		name: "v0 interrupted message without sourceEventSeqs commits the open attempt",
+		body: `
+{"type":"assistant/chunk","seq":3,"time":101,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"par"}}}
+{"type":"assistant/message","seq":4,"time":105,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"text","text":"par"}],"source":{"kind":"model","provider":"dp","model":"dm"}},"interrupted":true},"surfaceOp":"append"}
+`,
+		step: "  step 1  dp/dm  in -  cache -  out -  attempts 1",
+	}, {
+		name: "v0 message with no chunks is an attempt of its own",
+		body: `
+{"type":"assistant/message","seq":3,"time":105,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[],"source":{"kind":"model","provider":"dp","model":"dm"}},"usage":{"inputTokens":1,"outputTokens":1}},"surfaceOp":"append"}
+`,
+		step: "  step 1  dp/dm  in 1  cache 0  out 1  attempts 1",
+	}, {
+		// A failed attempt has no message: the model is the latest request
+		// record before it, here request/context after request/header.
+		name: "failed attempt only: model from the latest request record",
+		body: `
+{"type":"request/context","seq":3,"time":100,"data":{"provider":"cp","model":"cm"}}
+{"type":"assistant/chunk","seq":4,"time":101,"data":{"turn":1,"step":1,"chunk":{"type":"finish","reason":{"kind":"error","error":{"message":"x","code":"AUTH"}}}}}
+{"type":"request/context","seq":5,"time":100,"data":{"provider":"later","model":"later"}}
+`,
+		step: "  step 1  cp/cm  in -  cache -  out -  attempts 1",
+	}, {
+		name: "v2+ attempt stream usage plus message usage over its stream usage",
+		body: `
+{"type":"assistant/attempt","seq":3,"time":101,"data":{"turn":1,"step":1,"stream":[{"type":"chunk","time":101,"chunk":{"type":"usage","usage":{"inputTokens":2,"outputTokens":3}}},{"type":"chunk","time":101,"chunk":{"type":"finish","reason":{"kind":"error","failure":{"message":"x","code":"SERVER"}}}}]}}
+{"type":"assistant/attempt","seq":4,"time":101,"data":{"turn":1,"step":1,"stream":[{"type":"chunk","time":101,"chunk":{"type":"finish","reason":{"kind":"aborted","failure":{"message":"x","code":"ABORTED"}}}}]}}
+{"type":"assistant/message","seq":5,"time":105,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[],"source":{"kind":"model","provider":"dp","model":"dm"}},"usage":{"inputTokens":10,"outputTokens":20},"stream":[{"type":"chunk","time":104,"chunk":{"type":"usage","usage":{"inputTokens":900,"outputTokens":900}}},{"type":"chunk","time":105,"chunk":{"type":"finish","reason":{"kind":"stop"}}}]},"surfaceOp":"append"}
+`,
+		step: "  step 1  dp/dm  in 12  cache 0  out 23  attempts 3",
+	}, {
+		name: "v2+ message without usage counts its stream's usage",
+		body: `
+{"type":"assistant/message","seq":3,"time":105,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[],"source":{"kind":"model","provider":"dp","model":"dm"}},"stream":[{"type":"chunk","time":104,"chunk":{"type":"usage","usage":{"inputTokens":4,"outputTokens":5}}}]},"surfaceOp":"append"}
+`,
+		step: "  step 1  dp/dm  in 4  cache 0  out 5  attempts 1",
+	}, {
+		name: "no attempt: no model, no usage",
+		body: "",
+		step: "  step 1  -  in -  cache -  out -  attempts 0",
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := outline(t, open+strings.TrimLeft(tt.body, "\n")+strings.TrimLeft(close, "\n"))
+			if want := "turn 1  completed  100ms\n" + tt.step + "\n"; got != want {
+				t.Errorf("got\n%swant\n%s", got, want)
+			}
+		})
+	}
+}
+
+// TestTurnsOutline pins how turns, tool calls and dispatch sub-calls are
+// outlined: pairing, outcomes, clamped times, open and unseen boundaries.
+func TestTurnsOutline(t *testing.T) {
+	tests := []struct {
+		name, log, want string
+	}{{
+		// Results arrive in an order that only the pairing rules (§12.2 #6)
+		// untangle: by call id, by the cited tool/call seq, by tool name,
+		// then oldest; a rewrite (surfaceOp replace) is not an execution.
+		// The guesses stay in the result's step: step 2's result is not
+		// step 1's call e. A call known only from its result is named from
+		// its step's advertisement, which this seed-style log has none of.
+		name: "tool pairing",
+		log: `
+{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}
+{"type":"step/start","seq":1,"time":0,"data":{"turn":1,"step":1}}
+{"type":"tool/call","seq":2,"time":10,"data":{"turn":1,"step":1,"callId":"a","name":"read","arguments":"{}"}}
+{"type":"tool/call","seq":3,"time":20,"data":{"turn":1,"step":1,"callId":"b","name":"read","arguments":"{}"}}
+{"type":"tool/call","seq":4,"time":30,"data":{"turn":1,"step":1,"callId":"c","name":"bash","arguments":"{}"}}
+{"type":"tool/call","seq":5,"time":40,"data":{"turn":1,"step":1,"callId":"d","name":"grep","arguments":"{}"}}
+{"type":"tool/call","seq":6,"time":50,"data":{"turn":1,"step":1,"callId":"e","name":"glob","arguments":"{}"}}
+{"type":"tool/result","seq":7,"time":15,"data":{"turn":1,"step":1,"message":{"role":"tool","toolName":"read","content":"cited b","isError":false}},"surfaceOp":"append","sourceEventSeqs":[3]}
+{"type":"tool/result","seq":8,"time":100,"data":{"turn":1,"step":1,"message":{"role":"tool","toolName":"bash","content":"by name c","isError":true}},"surfaceOp":"append"}
+{"type":"tool/result","seq":9,"time":110,"data":{"turn":1,"step":1,"message":{"id":"r","role":"tool","toolCallId":"d","source":{"kind":"tool","callId":"d"},"content":[],"isError":true},"error":{"name":"E","code":"DENIED"}},"surfaceOp":"append"}
+{"type":"tool/result","seq":10,"time":120,"data":{"turn":1,"step":1,"message":{"role":"tool","content":"oldest a","isError":false}},"surfaceOp":"append"}
+{"type":"tool/result","seq":11,"time":130,"data":{"turn":1,"step":1,"message":{"id":"r2","role":"tool","toolCallId":"d","source":{"kind":"tool","callId":"d"},"content":[]}},"surfaceOp":{"op":"replace","startSeq":9,"endSeq":9},"sourceEventSeqs":[9]}
+{"type":"step/end","seq":12,"time":140,"data":{"turn":1,"step":1}}
+{"type":"step/start","seq":13,"time":150,"data":{"turn":1,"step":2}}
+{"type":"tool/result","seq":14,"time":160,"data":{"turn":1,"step":2,"message":{"role":"tool","toolName":"glob","content":"not e: e is step 1's","isError":false}},"surfaceOp":"append"}
+{"type":"step/end","seq":15,"time":170,"data":{"turn":1,"step":2}}
+`,
+		want: `turn 1  open  -
+  step 1  -  in -  cache -  out -  attempts 0
+    a  read  ok              110ms
+    b  read  ok              0s (clamped: clock went back 5ms)
+    c  bash  error           70ms
+    d  grep  error (DENIED)  70ms
+    e  glob  unknown         -
+  step 2  -  in -  cache -  out -  attempts 0
+    -  glob  ok              - (no tool/call)
+`,
+	}, {
+		// Crash repair's TOOL_NOT_STARTED result closes an advertised call
+		// that never got a tool/call: it is shown, named from the
+		// advertisement, with no latency.
+		name: "result without call",
+		log: `
+{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}
+{"type":"step/start","seq":1,"time":0,"data":{"turn":1,"step":1}}
+{"type":"assistant/message","seq":2,"time":0,"data":{"turn":1,"step":1,"message":{"id":"m","role":"assistant","content":[{"type":"tool-call","id":"x","name":"write","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"}}},"surfaceOp":"append"}
+{"type":"tool/result","seq":3,"time":0,"data":{"turn":1,"step":1,"message":{"id":"interrupted-tool-result-x-3","role":"user","source":{"kind":"tool","callId":"x"},"content":[{"type":"tool-result","toolCallId":"x","isError":true,"content":[]}]},"error":{"name":"ToolNotStartedError","code":"TOOL_NOT_STARTED"}},"surfaceOp":"append"}
+{"type":"step/end","seq":4,"time":0,"data":{"turn":1,"step":1}}
+{"type":"turn/end","seq":5,"time":0,"data":{"turn":1,"reason":{"kind":"interrupted"}}}
+`,
+		want: `turn 1  interrupted  0s
+  step 1  p/m  in -  cache -  out -  attempts 1
+    x  write  error (TOOL_NOT_STARTED)  - (no tool/call)
+`,
+	}, {
+		// Sub-calls nest under the call or sub-call their parentCallId
+		// names; latencies are the logged ones, not clamped into the parent
+		// (a settle 1ms before its start is reported as such). A settle
+		// with no dispatch start has no call to hang from and is left out.
+		name: "dispatch",
+		log: `
+{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}
+{"type":"step/start","seq":1,"time":0,"data":{"turn":1,"step":1}}
+{"type":"tool/call","seq":2,"time":10,"data":{"turn":1,"step":1,"callId":"p","name":"run_code","arguments":"{}"}}
+{"type":"tool/ptc-dispatch-start","seq":3,"time":20,"data":{"rootCallId":"p","parentCallId":"p","subCallId":"p:ptc:1","name":"bash","arguments":{}}}
+{"type":"tool/ptc-dispatch-start","seq":4,"time":21,"data":{"rootCallId":"p","parentCallId":"p:ptc:1","subCallId":"p:ptc:1:ptc:1","name":"read","arguments":{}}}
+{"type":"tool/ptc-dispatch","seq":5,"time":25,"data":{"rootCallId":"p","parentCallId":"p:ptc:1","subCallId":"p:ptc:1:ptc:1","name":"read","arguments":{},"isError":false,"content":[]}}
+{"type":"tool/ptc-dispatch","seq":6,"time":19,"data":{"rootCallId":"p","parentCallId":"p","subCallId":"p:ptc:1","name":"bash","arguments":{},"isError":true,"error":{"name":"E","code":"DENIED"},"content":[]}}
+{"type":"tool/code-dispatch","seq":7,"time":30,"data":{"rootCallId":"gone","parentCallId":"gone","subCallId":"gone:code:1","name":"ls","arguments":{},"isError":false,"content":[]}}
+{"type":"tool/result","seq":8,"time":40,"data":{"turn":1,"step":1,"message":{"id":"r","role":"tool","toolCallId":"p","source":{"kind":"tool","callId":"p"},"content":[]}},"sourceEventSeqs":[2],"surfaceOp":"append"}
+{"type":"step/end","seq":9,"time":50,"data":{"turn":1,"step":1}}
+{"type":"turn/end","seq":10,"time":50,"data":{"turn":1,"reason":{"kind":"completed"}}}
+`,
+		want: `turn 1  completed  50ms
+  step 1  -  in -  cache -  out -  attempts 0
+    p                  run_code  ok              30ms
+      p:ptc:1          bash      error (DENIED)  0s (clamped: clock went back 1ms)
+        p:ptc:1:ptc:1  read      ok              4ms
+`,
+	}, {
+		// A stream joined late: turn 3's turn/start was never seen, so its
+		// events belong to no turn the engine opened and are left out.
+		// Turn 4 ends 100ms before it starts: clamped at 0, and said so.
+		// turn/start 6 finds turn 5 still open: 5 is shown open, its step
+		// too, and so is 6, left open at the end of the input.
+		name: "turn boundaries",
+		log: `
+{"type":"step/start","seq":5,"time":50,"data":{"turn":3,"step":2}}
+{"type":"step/end","seq":6,"time":60,"data":{"turn":3,"step":2}}
+{"type":"turn/end","seq":7,"time":70,"data":{"turn":3,"reason":"error"}}
+{"type":"turn/start","seq":8,"time":500,"data":{"turn":4}}
+{"type":"turn/end","seq":9,"time":400,"data":{"turn":4,"reason":{"kind":"aborted","reason":{"kind":"hook","reason":"no"}}}}
+{"type":"turn/start","seq":10,"time":600,"data":{"turn":5}}
+{"type":"step/start","seq":11,"time":600,"data":{"turn":5,"step":1}}
+{"type":"turn/start","seq":12,"time":700,"data":{"turn":6}}
+`,
+		want: `turn 4  aborted (hook: "no")  0s (clamped: clock went back 100ms)
+turn 5  open  -
+  step 1 (open)  -  in -  cache -  out -  attempts 0
+turn 6  open  -
+`,
+	}, {
+		name: "abort causes and error codes",
+		log: `
+{"type":"turn/start","seq":0,"time":0,"data":{"turn":1}}
+{"type":"turn/end","seq":1,"time":1,"data":{"turn":1,"reason":{"kind":"aborted","reason":{"kind":"user"}}}}
+{"type":"turn/start","seq":2,"time":2,"data":{"turn":2}}
+{"type":"turn/end","seq":3,"time":4,"data":{"turn":2,"reason":{"kind":"error","error":{"message":"x","code":"AUTH"}}}}
+{"type":"turn/start","seq":4,"time":4,"data":{"turn":3}}
+{"type":"turn/end","seq":5,"time":7,"data":{"turn":3,"reason":{"kind":"blocked"}}}
+`,
+		want: `turn 1  aborted (user)  1ms
+turn 2  error (AUTH)  2ms
+turn 3  blocked  3ms
+`,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := outline(t, tt.log); got != tt.want {
+				t.Errorf("got\n%swant\n%s", got, tt.want)
 			}
 		})
 	}

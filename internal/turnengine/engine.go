@@ -32,6 +32,11 @@ type Config struct {
 	// MaxAttributeValues caps distinct model, tool and event-type values in
 	// metrics; the rest are reported as "other".
 	MaxAttributeValues int
+	// KeepInherited rebuilds a fork's inherited prefix (the events before
+	// the header's seedLength, §10.5) into turns like the session's own, as
+	// an outline of the whole log wants. Off, they are skipped: their spans
+	// are the parent session's.
+	KeepInherited bool
 }
 
 // Defaults.
@@ -161,6 +166,15 @@ func (e *Engine) Sessions() int { return len(e.sessions) }
 
 // Metrics is the engine's cumulative metric state.
 func (e *Engine) Metrics() *Metrics { return e.metrics }
+
+// RecordViolation counts a violation the caller found outside the engine —
+// a problem decoding a row — in Stats.Violations and dsh.session.violations,
+// beside those the engine's own validation finds.
+func (e *Engine) RecordViolation(code string, now time.Time) {
+	e.metrics.now = now
+	e.stats.Violations++
+	e.metrics.RecordViolation(code)
+}
 
 // Drain returns the turns closed since the last Drain, in closing order.
 func (e *Engine) Drain() []*Turn {

@@ -18,6 +18,10 @@ type Turn struct {
 	// so that EndTime ≥ StartTime.
 	StartTime, EndTime int64
 	StartSeq, EndSeq   int64
+	// LoggedEndTime is EndTime as logged, before clamping: the turn/end's
+	// time (a dangling turn's last event time). Below StartTime, the clock
+	// went back (§3).
+	LoggedEndTime int64
 	// Reason is the turn/end reason; for a dangling turn Kind is "dangling".
 	Reason sessionlog.Reason
 	// DanglingCause is timeout, evicted, shutdown or end-of-input.
@@ -89,6 +93,14 @@ type ToolCall struct {
 	CallID, Name       string
 	StartTime, EndTime int64
 	StartSeq           int64
+	// LoggedStartTime and LoggedEndTime are the times of the tool/call (or
+	// dispatch start) and of the tool/result (or dispatch settle) as
+	// logged, before StartTime and EndTime were clamped into the step or
+	// parent call; LoggedEndTime is 0 while the outcome is unknown.
+	LoggedStartTime, LoggedEndTime int64
+	// NotStarted marks a call known only from its result, with no tool/call
+	// (crash repair's TOOL_NOT_STARTED); it starts at the result.
+	NotStarted bool
 	// Outcome is ok, error, or unknown (no result).
 	Outcome   string
 	ErrorCode string

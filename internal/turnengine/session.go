@@ -93,7 +93,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 			e.metrics.RecordViolation(v.Code)
 		}
 	}
-	if s.header != nil && s.header.HasSeedLength && ev.Seq < s.header.SeedLength {
+	if !e.cfg.KeepInherited && s.header != nil && s.header.HasSeedLength && ev.Seq < s.header.SeedLength {
 		// Inherited from the parent session, whose spans these are (§10.5).
 		return
 	}
@@ -168,7 +168,8 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		}
 	case "tool/call":
 		if st := s.stepOf(ev); st != nil {
-			tc := &ToolCall{CallID: ev.CallID, Name: ev.ToolName, StartTime: ev.Time, StartSeq: ev.Seq, Outcome: "unknown"}
+			tc := &ToolCall{CallID: ev.CallID, Name: ev.ToolName, StartTime: ev.Time, StartSeq: ev.Seq,
+				LoggedStartTime: ev.Time, Outcome: "unknown"}
 			if e.cfg.CaptureContent {
 				tc.Arguments = truncateArguments(ev.Arguments, e.cfg.MaxContentBytes)
 			}
@@ -194,7 +195,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 				return
 			}
 			sub := &ToolCall{CallID: ev.CallID, SubCallID: ev.SubCallID, Name: ev.ToolName,
-				StartTime: ev.Time, StartSeq: ev.Seq, Outcome: "unknown"}
+				StartTime: ev.Time, StartSeq: ev.Seq, LoggedStartTime: ev.Time, Outcome: "unknown"}
 			parent.SubCalls = append(parent.SubCalls, sub)
 			ot.subs[ev.SubCallID] = sub
 		} else {
@@ -207,7 +208,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		}
 		sub := ot.subs[ev.SubCallID]
 		delete(ot.subs, ev.SubCallID)
-		sub.EndTime, sub.done = ev.Time, true
+		sub.EndTime, sub.LoggedEndTime, sub.done = ev.Time, ev.Time, true
 		sub.Outcome, sub.ErrorCode = outcome(ev.IsError), ev.ErrorCode
 	case "user/message":
 		if ot != nil {
@@ -271,7 +272,7 @@ func (s *session) closeTurn(reason sessionlog.Reason, cause string, end, endSeq 
 	}
 	t.Reason = reason
 	t.DanglingCause = cause
-	t.EndTime, t.EndSeq = end, endSeq
+	t.EndTime, t.EndSeq, t.LoggedEndTime = end, endSeq, end
 	if t.EndTime < t.StartTime {
 		t.EndTime, t.Clamped = t.StartTime, true
 	}
@@ -497,11 +498,16 @@ func (s *session) toolResult(st *Step, ev *sessionlog.Event) {
 	if tc == nil {
 		// A call that never started (crash repair's TOOL_NOT_STARTED): a
 		// zero-length span, so the failed request is not invisible.
-		tc = &ToolCall{CallID: ev.CallID, Name: s.advertisedName(st, ev.CallID), StartTime: ev.Time, StartSeq: ev.Seq}
+		name := s.advertisedName(st, ev.CallID)
+		if name == "" {
+			name = ev.ToolName // the seed dialect names the tool on the result
+		}
+		tc = &ToolCall{CallID: ev.CallID, Name: name, StartTime: ev.Time, StartSeq: ev.Seq,
+			LoggedStartTime: ev.Time, NotStarted: true}
 		st.Tools = append(st.Tools, tc)
 	}
 	ot.pending = slices.DeleteFunc(ot.pending, func(c *ToolCall) bool { return c == tc })
-	tc.EndTime, tc.done = ev.Time, true
+	tc.EndTime, tc.LoggedEndTime, tc.done = ev.Time, ev.Time, true
 	tc.Outcome, tc.ErrorCode = outcome(ev.IsError), ev.ErrorCode
 	if s.e.cfg.CaptureContent {
 		s.captureResult(tc, ev)
