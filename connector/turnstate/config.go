@@ -1,0 +1,112 @@
+package turnstate
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dshtrace/dshtrace/internal/turnengine"
+)
+
+// Config configures the turn_state connector (DESIGN §4, README).
+type Config struct {
+	// AgentName names the agent in turn spans (`invoke_agent {agent}`) when
+	// a session's header has no agentPreset.
+	AgentName string `mapstructure:"agent_name"`
+	// DanglingTimeout is the silence, measured on arrival time, after which
+	// an open turn is closed as dangling with cause "timeout".
+	DanglingTimeout time.Duration `mapstructure:"dangling_timeout"`
+	// MaxOpenTurns bounds the open turns; at the bound the oldest is closed
+	// as dangling with cause "evicted".
+	MaxOpenTurns int `mapstructure:"max_open_turns"`
+	// MaxSessions bounds the sessions remembered; the least recently active
+	// is forgotten (its open turn closed as dangling, cause "evicted").
+	MaxSessions int `mapstructure:"max_sessions"`
+	// MetricsFlushInterval is how often the cumulative metrics are emitted
+	// (and once more at shutdown).
+	MetricsFlushInterval time.Duration `mapstructure:"metrics_flush_interval"`
+	// CaptureContent puts prompts, model output and tool payloads on spans.
+	// Off by default: they are personal data.
+	CaptureContent bool `mapstructure:"capture_content"`
+	// MaxContentBytes truncates each captured content attribute, keeping it
+	// valid JSON.
+	MaxContentBytes int `mapstructure:"max_content_bytes"`
+	// MaxAttributeValues caps the distinct model, tool and event-type values
+	// in metrics; the rest are reported as "other".
+	MaxAttributeValues int `mapstructure:"max_attribute_values"`
+	// GapTimeout is how long a session waits (arrival time) for a missing
+	// seq before it gives up on it and carries on.
+	GapTimeout time.Duration `mapstructure:"gap_timeout"`
+	// ReorderWindow bounds the events held per session while a missing seq
+	// is awaited; beyond it the gap is skipped at once.
+	ReorderWindow int `mapstructure:"reorder_window"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// Default metrics flush interval; the engine owns the other defaults.
+const defaultMetricsFlushInterval = 15 * time.Second
+
+func createDefaultConfig() *Config {
+	return &Config{
+		AgentName:            turnengine.DefaultAgentName,
+		DanglingTimeout:      turnengine.DefaultDanglingTimeout,
+		MaxOpenTurns:         turnengine.DefaultMaxOpenTurns,
+		MaxSessions:          turnengine.DefaultMaxSessions,
+		MetricsFlushInterval: defaultMetricsFlushInterval,
+		CaptureContent:       false,
+		MaxContentBytes:      turnengine.DefaultMaxContentBytes,
+		MaxAttributeValues:   turnengine.DefaultMaxAttributeValues,
+		GapTimeout:           turnengine.DefaultGapTimeout,
+		ReorderWindow:        turnengine.DefaultReorderWindow,
+	}
+}
+
+// Validate checks the configuration. The engine would silently replace a
+// zero value by its default; a configured zero or negative value is a
+// mistake, so it is rejected here instead.
+func (c *Config) Validate() error {
+	var errs []error
+	positiveDuration := func(key string, d time.Duration) {
+		if d <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be a positive duration, got %v", key, d))
+		}
+	}
+	positive := func(key string, n int) {
+		if n <= 0 {
+			errs = append(errs, fmt.Errorf("%s must be positive, got %d", key, n))
+		}
+	}
+	if c.AgentName == "" {
+		errs = append(errs, errors.New("agent_name must not be empty (it names the turn spans: invoke_agent {agent_name})"))
+	}
+	positiveDuration("dangling_timeout", c.DanglingTimeout)
+	positiveDuration("metrics_flush_interval", c.MetricsFlushInterval)
+	positiveDuration("gap_timeout", c.GapTimeout)
+	positive("max_open_turns", c.MaxOpenTurns)
+	positive("max_sessions", c.MaxSessions)
+	positive("max_content_bytes", c.MaxContentBytes)
+	positive("max_attribute_values", c.MaxAttributeValues)
+	positive("reorder_window", c.ReorderWindow)
+	if c.GapTimeout > 0 && c.DanglingTimeout > 0 && c.GapTimeout >= c.DanglingTimeout {
+		errs = append(errs, fmt.Errorf("gap_timeout (%v) must be shorter than dangling_timeout (%v): a turn waiting for a missing event would otherwise be closed as dangling first",
+			c.GapTimeout, c.DanglingTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// engineConfig maps the connector's config onto the turn engine's.
+func (c *Config) engineConfig() turnengine.Config {
+	return turnengine.Config{
+		AgentName:          c.AgentName,
+		DanglingTimeout:    c.DanglingTimeout,
+		MaxOpenTurns:       c.MaxOpenTurns,
+		MaxSessions:        c.MaxSessions,
+		ReorderWindow:      c.ReorderWindow,
+		GapTimeout:         c.GapTimeout,
+		CaptureContent:     c.CaptureContent,
+		MaxContentBytes:    c.MaxContentBytes,
+		MaxAttributeValues: c.MaxAttributeValues,
+	}
+}
