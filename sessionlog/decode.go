@@ -71,9 +71,9 @@ func (e *UnsupportedVersionError) Error() string {
 // state: the format learnt from the header or inferred from evidence, and
 // whether a header was seen. It is not safe for concurrent use.
 type RowDecoder struct {
+	sc          *scratch // the indexes of the Decode call under way
 	maxRowBytes int
 	maxDepth    int
-	parser      fastjson.Parser
 	format      Format
 	rows        int
 	header      *Header
@@ -126,19 +126,22 @@ func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 		r.problem(-1, syntax.code, fmt.Sprintf("%s at byte %d", syntax.msg, syntax.offset))
 		return r, nil
 	}
-	v, err := d.parser.ParseBytes(b)
-	if err != nil { // checkJSON accepted it, so this is the parser's own limit
-		r.Kind = RowInvalid
-		r.problem(-1, CodeJSONInvalid, err.Error())
-		return r, nil
-	}
-	if v.Type() != fastjson.TypeObject {
+	v := parseRow(b)
+	if v.Type() != tObject {
 		r.Kind = RowInvalid
 		r.problem(-1, CodeRowNotObject, fmt.Sprintf("row is a JSON %s, not an object", v.Type()))
 		return r, nil
 	}
+	sc := scratchPool.Get().(*scratch)
+	sc.used = 0
+	d.sc = sc
+	defer func() {
+		d.sc = nil
+		scratchPool.Put(sc)
+	}()
+	v = sc.index(v)
 	env := d.unwrap(r, v)
-	if env == nil {
+	if !env.ok() {
 		return r, nil
 	}
 	if err := d.decodeRecord(r, env); err != nil {
@@ -174,32 +177,32 @@ func firstInvalidUTF8(b []byte) int {
 
 // unwrap recognises the line wrappers of §9 and returns the record inside,
 // or nil when the row carries none (then r is complete).
-func (d *RowDecoder) unwrap(r *Row, v *fastjson.Value) *fastjson.Value {
+func (d *RowDecoder) unwrap(r *Row, v jv) jv {
 	typ := string(v.GetStringBytes("type"))
-	if m := v.Get("method"); m != nil && v.Get("type") == nil {
+	if m := v.Get("method"); m.ok() && !v.Get("type").ok() {
 		r.Wrapper = WrapJSONRPC
 		r.Method = string(m.GetStringBytes())
 		params := v.Get("params")
-		if params != nil {
+		if params.ok() {
 			r.SessionID = string(params.GetStringBytes("sessionId"))
 		}
 		if r.Method != "session.event" {
 			r.Kind = RowOther
-			return nil
+			return jv{}
 		}
 		ev := params.Get("event")
-		if r.SessionID == "" || ev == nil || ev.Type() != fastjson.TypeObject {
+		if r.SessionID == "" || !ev.ok() || ev.Type() != tObject {
 			r.Kind = RowInvalid
 			r.problem(-1, CodeWrapperInvalid, "session.event notification needs params.sessionId (string) and params.event (object)")
-			return nil
+			return jv{}
 		}
-		return ev
+		return d.sc.index(ev)
 	}
-	if v.Get("method") == nil && v.Get("id") != nil && v.Get("type") == nil && v.Get("event") == nil {
+	if !v.Get("method").ok() && v.Get("id").ok() && !v.Get("type").ok() && !v.Get("event").ok() {
 		// A JSON-RPC response or request without a method we track.
 		r.Wrapper = WrapJSONRPC
 		r.Kind = RowOther
-		return nil
+		return jv{}
 	}
 	switch typ {
 	case "session_event":
@@ -207,37 +210,37 @@ func (d *RowDecoder) unwrap(r *Row, v *fastjson.Value) *fastjson.Value {
 		r.Method = typ
 		r.SessionID = string(v.GetStringBytes("sessionId"))
 		ev := v.Get("event")
-		if r.SessionID == "" || ev == nil || ev.Type() != fastjson.TypeObject {
+		if r.SessionID == "" || !ev.ok() || ev.Type() != tObject {
 			r.Kind = RowInvalid
 			r.problem(-1, CodeWrapperInvalid, "session_event line needs sessionId (string) and event (object)")
-			return nil
+			return jv{}
 		}
-		return ev
+		return d.sc.index(ev)
 	case "result":
 		r.Wrapper = WrapStreamJSON
 		r.Method = typ
 		r.SessionID = string(v.GetStringBytes("sessionId"))
 		r.Kind = RowOther
-		return nil
+		return jv{}
 	}
-	if v.Get("type") == nil && v.Get("event") != nil {
+	if !v.Get("type").ok() && v.Get("event").ok() {
 		r.Wrapper = WrapEnvelope
 		r.SessionID = string(v.GetStringBytes("sessionId"))
 		ev := v.Get("event")
-		if r.SessionID == "" || ev.Type() != fastjson.TypeObject {
+		if r.SessionID == "" || ev.Type() != tObject {
 			r.Kind = RowInvalid
 			r.problem(-1, CodeWrapperInvalid, "{sessionId, event} line needs sessionId (string) and event (object)")
-			return nil
+			return jv{}
 		}
-		return ev
+		return d.sc.index(ev)
 	}
 	return v
 }
 
 // decodeRecord decodes a header, packed row or event record.
-func (d *RowDecoder) decodeRecord(r *Row, v *fastjson.Value) error {
+func (d *RowDecoder) decodeRecord(r *Row, v jv) error {
 	tv := v.Get("type")
-	if tv == nil || tv.Type() != fastjson.TypeString {
+	if !tv.ok() || tv.Type() != tString {
 		r.Kind = RowInvalid
 		r.problem(seqOf(v), CodeEnvelopeInvalid, "record has no string \"type\"")
 		return nil
@@ -247,7 +250,7 @@ func (d *RowDecoder) decodeRecord(r *Row, v *fastjson.Value) error {
 	case "session":
 		return d.decodeHeader(r, v)
 	case "text-chunks", "reasoning-chunks", "tool-call-chunks":
-		if v.Get("seq0") != nil || v.Get("seq") == nil {
+		if v.Get("seq0").ok() || !v.Get("seq").ok() {
 			d.evidence(0, false)
 			d.decodePacked(r, v, typ)
 			return nil
@@ -258,12 +261,13 @@ func (d *RowDecoder) decodeRecord(r *Row, v *fastjson.Value) error {
 	e := &r.Events[0]
 	e.Row = r
 	e.Type = typ
+	e.Detail = noDetail
 	d.decodeEnvelope(r, e, v)
 	return nil
 }
 
-func seqOf(v *fastjson.Value) int64 {
-	if s := v.Get("seq"); s != nil {
+func seqOf(v jv) int64 {
+	if s := v.Get("seq"); s.ok() {
 		if n, err := s.Int64(); err == nil && n >= 0 {
 			return n
 		}
@@ -290,14 +294,14 @@ var headerKeysV2 = map[string]bool{
 	"delegationDepth": true, "cwd": true, "parentSession": true, "origin": true, "agentPreset": true,
 }
 
-func (d *RowDecoder) decodeHeader(r *Row, v *fastjson.Value) error {
+func (d *RowDecoder) decodeHeader(r *Row, v jv) error {
 	r.Kind = RowHeader
 	h := &Header{}
 	r.Header = h
 	if d.rows != 1 {
 		r.problem(-1, CodeHeaderMisplaced, "a session header may only be the first row")
 	}
-	if vv := v.Get("version"); vv != nil {
+	if vv := v.Get("version"); vv.ok() {
 		n, err := vv.Int()
 		if err != nil || n < 0 || n > 4 {
 			return &UnsupportedVersionError{Line: r.Line, Version: string(vv.MarshalTo(nil))}
@@ -328,7 +332,7 @@ func (d *RowDecoder) decodeHeader(r *Row, v *fastjson.Value) error {
 	if n, ok := intField(v, "seedLength"); ok {
 		h.SeedLength, h.HasSeedLength = n, true
 	}
-	if b := v.Get("isSeeded"); b != nil {
+	if b := v.Get("isSeeded"); b.ok() {
 		bv, err := b.Bool()
 		if err != nil {
 			bad("header \"isSeeded\" must be a boolean")
@@ -339,14 +343,14 @@ func (d *RowDecoder) decodeHeader(r *Row, v *fastjson.Value) error {
 		if !h.HasIsSeeded {
 			bad(fmt.Sprintf("a v%d header needs a boolean \"isSeeded\"", h.Version))
 		}
-		v.GetObject().Visit(func(k []byte, _ *fastjson.Value) {
+		v.GetObject().Visit(func(k string, _ jv) {
 			if !headerKeysV2[string(k)] {
 				bad(fmt.Sprintf("a v%d header may not carry %q", h.Version, k))
 			}
 		})
 	} else {
 		for _, k := range []string{"sandboxMode", "approvalPolicy"} {
-			if v.Get(k) != nil {
+			if v.Get(k).ok() {
 				bad(fmt.Sprintf("a v%d header may not carry %q", h.Version, k))
 			}
 		}
@@ -357,9 +361,9 @@ func (d *RowDecoder) decodeHeader(r *Row, v *fastjson.Value) error {
 }
 
 // intField reads a safe integer member.
-func intField(v *fastjson.Value, key string) (int64, bool) {
+func intField(v jv, key string) (int64, bool) {
 	f := v.Get(key)
-	if f == nil || f.Type() != fastjson.TypeNumber {
+	if !f.ok() || f.Type() != tNumber {
 		return 0, false
 	}
 	n, err := f.Int64()
@@ -375,7 +379,7 @@ var envelopeKeysV2 = map[string]bool{
 }
 
 // decodeEnvelope fills e from an event record (§3) and its typed payload.
-func (d *RowDecoder) decodeEnvelope(r *Row, e *Event, v *fastjson.Value) {
+func (d *RowDecoder) decodeEnvelope(r *Row, e *Event, v jv) {
 	e.Seq = -1
 	if n, ok := intField(v, "seq"); ok && n >= 0 {
 		e.Seq = n
@@ -390,36 +394,36 @@ func (d *RowDecoder) decodeEnvelope(r *Row, e *Event, v *fastjson.Value) {
 	} else {
 		r.problem(e.Seq, CodeEnvelopeInvalid, fmt.Sprintf("%s event has no integer \"time\"", e.Type))
 	}
-	if ig := v.Get("ignorable"); ig != nil {
-		if ig.Type() != fastjson.TypeTrue {
+	if ig := v.Get("ignorable"); ig.ok() {
+		if ig.Type() != tTrue {
 			r.problem(e.Seq, CodeEnvelopeInvalid, "\"ignorable\" may only be the literal true")
 		}
 		e.Ignorable = true
 	}
 	data := v.Get("data")
-	if data == nil {
+	if !data.ok() {
 		r.problem(e.Seq, CodeEnvelopeInvalid, fmt.Sprintf("%s event has no \"data\"", e.Type))
 	}
 	if d.format.RulesVersion() >= 2 {
-		v.GetObject().Visit(func(k []byte, _ *fastjson.Value) {
+		v.GetObject().Visit(func(k string, _ jv) {
 			if !envelopeKeysV2[string(k)] {
 				r.problem(e.Seq, CodeEnvelopeExtraKeys, fmt.Sprintf("the v2+ envelope is closed; %q is not allowed", k))
 			}
 		})
 	}
-	if op := v.Get("surfaceOp"); op != nil {
+	if op := v.Get("surfaceOp"); op.ok() {
 		d.decodeSurfaceOp(r, e, op)
 	}
-	if src := v.Get("sourceEventSeqs"); src != nil {
+	if src := v.Get("sourceEventSeqs"); src.ok() {
 		decodeSources(r, e, src)
 	}
-	if data != nil && data.Type() == fastjson.TypeObject {
-		d.decodeData(r, e, data)
+	if data.ok() && data.Type() == tObject {
+		d.decodeData(r, e, d.sc.index(data))
 	}
 }
 
-func (d *RowDecoder) decodeSurfaceOp(r *Row, e *Event, op *fastjson.Value) {
-	if op.Type() == fastjson.TypeString {
+func (d *RowDecoder) decodeSurfaceOp(r *Row, e *Event, op jv) {
+	if op.Type() == tString {
 		if string(op.GetStringBytes()) == "append" {
 			e.Surface.Kind = SurfaceAppend
 			return
@@ -428,7 +432,7 @@ func (d *RowDecoder) decodeSurfaceOp(r *Row, e *Event, op *fastjson.Value) {
 		r.problem(e.Seq, CodeSurfaceOpInvalid, fmt.Sprintf("unknown surfaceOp %s", op.MarshalTo(nil)))
 		return
 	}
-	if op.Type() == fastjson.TypeObject && string(op.GetStringBytes("op")) == "replace" {
+	if op.Type() == tObject && string(op.GetStringBytes("op")) == "replace" {
 		obj := op.GetObject()
 		a, okA := intField(op, "startSeq")
 		b, okB := intField(op, "endSeq")
@@ -455,69 +459,88 @@ const maxSourceSeqs = 1 << 20
 
 // decodeSources expands sourceEventSeqs (§4.2) and checks the rules that
 // need nothing but the event itself.
-func decodeSources(r *Row, e *Event, src *fastjson.Value) {
+func decodeSources(r *Row, e *Event, src jv) {
 	e.HasSources = true
-	arr, err := src.Array()
-	if err != nil {
+	if src.Type() != tArray {
 		r.problem(e.Seq, CodeSourcesInvalid, "sourceEventSeqs must be an array")
 		return
 	}
-	bad := func(msg string) { r.problem(e.Seq, CodeSourcesInvalid, msg) }
-	out := make([]int64, 0, len(arr))
-	for _, el := range arr {
+	var problem string
+	bad := func(format string, args ...any) bool {
+		problem = fmt.Sprintf(format, args...)
+		return false
+	}
+	out := make([]int64, 0, 8)
+	src.each(func(el jv) bool {
 		switch el.Type() {
-		case fastjson.TypeNumber:
+		case tNumber:
 			n, err := el.Int64()
 			if err != nil || n < 0 || n > maxSafeInteger {
-				bad(fmt.Sprintf("sourceEventSeqs element %s is not a seq", el.MarshalTo(nil)))
-				return
+				return bad("sourceEventSeqs element %s is not a seq", el.r.Raw)
 			}
 			out = append(out, n)
-		case fastjson.TypeArray:
-			pair := el.GetArray()
-			if len(pair) != 2 {
-				bad(fmt.Sprintf("sourceEventSeqs range %s must be [first, last]", el.MarshalTo(nil)))
-				return
+		case tArray:
+			first, last, k := int64(-1), int64(-1), 0
+			okPair := true
+			el.each(func(x jv) bool {
+				n, err := x.Int64()
+				if err != nil || k > 1 {
+					okPair = false
+					return false
+				}
+				if k == 0 {
+					first = n
+				} else {
+					last = n
+				}
+				k++
+				return true
+			})
+			if !okPair || k != 2 {
+				return bad("sourceEventSeqs range %s must be [first, last] integers", el.r.Raw)
 			}
-			a, errA := pair[0].Int64()
-			b, errB := pair[1].Int64()
-			if errA != nil || errB != nil || a < 0 || a > b {
-				bad(fmt.Sprintf("sourceEventSeqs range %s needs integers first ≤ last", el.MarshalTo(nil)))
-				return
+			if first < 0 || first > last {
+				return bad("sourceEventSeqs range %s needs integers first ≤ last", el.r.Raw)
 			}
-			if e.Seq >= 0 && b >= e.Seq {
-				bad(fmt.Sprintf("sourceEventSeqs range %s reaches seq %d, not earlier than the event", el.MarshalTo(nil), b))
-				return
+			if e.Seq >= 0 && last >= e.Seq {
+				return bad("sourceEventSeqs range %s reaches seq %d, not earlier than the event", el.r.Raw, last)
 			}
-			if b-a+1 > int64(maxSourceSeqs-len(out)) {
-				bad(fmt.Sprintf("sourceEventSeqs expands to more than %d seqs", maxSourceSeqs))
-				return
+			if last-first+1 > int64(maxSourceSeqs-len(out)) {
+				return bad("sourceEventSeqs expands to more than %d seqs", maxSourceSeqs)
 			}
 			e.SourcesRanged = true
-			for n := a; n <= b; n++ {
+			for n := first; n <= last; n++ {
 				out = append(out, n)
 			}
 		default:
-			bad(fmt.Sprintf("sourceEventSeqs element %s is neither a seq nor a [first, last] range", el.MarshalTo(nil)))
-			return
+			return bad("sourceEventSeqs element %s is neither a seq nor a [first, last] range", el.r.Raw)
 		}
+		return true
+	})
+	if problem != "" {
+		r.problem(e.Seq, CodeSourcesInvalid, problem)
+		return
 	}
 	e.Sources = out
+	increasing := true
 	for i, n := range out {
 		if e.Seq >= 0 && n >= e.Seq {
-			bad(fmt.Sprintf("sourceEventSeqs cites seq %d, not earlier than the event", n))
+			r.problem(e.Seq, CodeSourcesInvalid, fmt.Sprintf("sourceEventSeqs cites seq %d, not earlier than the event", n))
 			return
 		}
-		if e.SourcesRanged && i > 0 && n <= out[i-1] {
-			bad("a range-encoded sourceEventSeqs must be strictly increasing")
-			return
+		if i > 0 && n <= out[i-1] {
+			if e.SourcesRanged {
+				r.problem(e.Seq, CodeSourcesInvalid, "a range-encoded sourceEventSeqs must be strictly increasing")
+				return
+			}
+			increasing = false
 		}
 	}
-	if !e.SourcesRanged && len(out) > 1 {
+	if !increasing { // only an unsorted list can hide a repeat
 		seen := make(map[int64]struct{}, len(out))
 		for _, n := range out {
 			if _, dup := seen[n]; dup {
-				bad(fmt.Sprintf("sourceEventSeqs cites seq %d twice", n))
+				r.problem(e.Seq, CodeSourcesInvalid, fmt.Sprintf("sourceEventSeqs cites seq %d twice", n))
 				return
 			}
 			seen[n] = struct{}{}
@@ -526,7 +549,14 @@ func decodeSources(r *Row, e *Event, src *fastjson.Value) {
 }
 
 // decodeData reads the typed payload fields the validator and engine need.
-func (d *RowDecoder) decodeData(r *Row, e *Event, data *fastjson.Value) {
+func (d *RowDecoder) decodeData(r *Row, e *Event, data jv) {
+	switch e.Type {
+	case "turn/start", "step/start", "step/end", "assistant/chunk", "assistant/attempt":
+	default:
+		if knownTypes[e.Type] {
+			e.Detail = new(Detail)
+		}
+	}
 	if n, ok := intField(data, "turn"); ok {
 		e.Turn, e.HasTurn = n, true
 	}
@@ -549,8 +579,8 @@ func (d *RowDecoder) decodeData(r *Row, e *Event, data *fastjson.Value) {
 		e.Role = string(data.GetStringBytes("role"))
 		e.MessageID = string(data.GetStringBytes("id"))
 		e.SourceKind = string(data.GetStringBytes("source", "kind"))
-		e.ContentEmpty = len(data.GetArray("content")) == 0
-		if data.Get("id") == nil {
+		e.ContentEmpty = data.Get("content").arrayLen() == 0
+		if !data.Get("id").ok() {
 			d.evidence(0, true)
 		}
 	case "system/message", "developer/message":
@@ -558,7 +588,7 @@ func (d *RowDecoder) decodeData(r *Row, e *Event, data *fastjson.Value) {
 		e.Role = string(msg.GetStringBytes("role"))
 		e.MessageID = string(msg.GetStringBytes("id"))
 		e.SourceKind = string(msg.GetStringBytes("source", "kind"))
-		e.ContentEmpty = len(msg.GetArray("content")) == 0
+		e.ContentEmpty = msg.Get("content").arrayLen() == 0
 		if e.Type == "developer/message" {
 			d.evidence(4, false)
 		} else {
@@ -573,7 +603,7 @@ func (d *RowDecoder) decodeData(r *Row, e *Event, data *fastjson.Value) {
 		d.evidence(0, false)
 		e.Chunk = decodeChunk(data.Get("chunk"))
 	case "request/header":
-		e.HasSystem = data.Get("header", "system") != nil
+		e.HasSystem = data.Get("header", "system").ok()
 		e.Provider = string(data.GetStringBytes("header", "config", "provider"))
 		e.Model = string(data.GetStringBytes("header", "config", "model"))
 	case "request/context":
@@ -606,15 +636,15 @@ func (d *RowDecoder) decodeData(r *Row, e *Event, data *fastjson.Value) {
 
 // messageOf is data.message, or data itself for the earliest v0 writers,
 // which put the message's fields (content, callId, …) straight into data.
-func messageOf(data *fastjson.Value) *fastjson.Value {
-	if m := data.Get("message"); m != nil {
-		return m
+func (d *RowDecoder) messageOf(data jv) jv {
+	if m := data.Get("message"); m.ok() {
+		return d.sc.index(m)
 	}
 	return data
 }
 
-func (d *RowDecoder) decodeToolResult(e *Event, data *fastjson.Value) {
-	msg := messageOf(data)
+func (d *RowDecoder) decodeToolResult(e *Event, data jv) {
+	msg := d.messageOf(data)
 	e.Role = string(msg.GetStringBytes("role"))
 	e.MessageID = string(msg.GetStringBytes("id"))
 	e.SourceKind = string(msg.GetStringBytes("source", "kind"))
@@ -622,48 +652,48 @@ func (d *RowDecoder) decodeToolResult(e *Event, data *fastjson.Value) {
 	// Call id, first of: toolCallId, source.callId, the tool-result block (§12.2 #6).
 	block := msg.Get("content", "0")
 	switch {
-	case msg.Get("toolCallId") != nil:
+	case msg.Get("toolCallId").ok():
 		e.CallID = string(msg.GetStringBytes("toolCallId"))
 		if e.Role == "tool" {
 			d.evidence(4, false)
 		}
-	case msg.Get("source", "callId") != nil:
+	case msg.Get("source", "callId").ok():
 		e.CallID = string(msg.GetStringBytes("source", "callId"))
-	case msg.Get("callId") != nil:
+	case msg.Get("callId").ok():
 		e.CallID = string(msg.GetStringBytes("callId"))
-	case block != nil && string(block.GetStringBytes("type")) == "tool-result":
+	case block.ok() && string(block.GetStringBytes("type")) == "tool-result":
 		e.CallID = string(block.GetStringBytes("toolCallId"))
 	}
 	// Error flag (§12.2 #7).
 	switch {
-	case msg.Get("isError") != nil:
+	case msg.Get("isError").ok():
 		e.IsError = msg.GetBool("isError")
-	case block != nil && block.Get("isError") != nil:
+	case block.ok() && block.Get("isError").ok():
 		e.IsError = block.GetBool("isError")
 	default:
-		e.IsError = data.Get("error") != nil
+		e.IsError = data.Get("error").ok()
 	}
 	e.ErrorCode = string(data.GetStringBytes("error", "code"))
-	e.HasErrorDetail = data.Get("error") != nil
-	if tn := msg.Get("toolName"); tn != nil {
+	e.HasErrorDetail = data.Get("error").ok()
+	if tn := msg.Get("toolName"); tn.ok() {
 		e.ToolName = string(tn.GetStringBytes())
 		d.evidence(0, true)
 	}
-	if msg.Get("content") != nil && msg.Get("content").Type() == fastjson.TypeString {
+	if msg.Get("content").ok() && msg.Get("content").Type() == tString {
 		d.evidence(0, true)
 	}
 }
 
-func (d *RowDecoder) decodeAssistantMessage(e *Event, data *fastjson.Value) {
-	msg := messageOf(data)
+func (d *RowDecoder) decodeAssistantMessage(e *Event, data jv) {
+	msg := d.messageOf(data)
 	e.Role = string(msg.GetStringBytes("role"))
 	e.MessageID = string(msg.GetStringBytes("id"))
 	e.SourceKind = string(msg.GetStringBytes("source", "kind"))
 	e.Provider = string(msg.GetStringBytes("source", "provider"))
 	e.Model = string(msg.GetStringBytes("source", "model"))
-	content := msg.GetArray("content")
-	e.ContentEmpty = len(content) == 0
-	for _, b := range content {
+	content := msg.Get("content")
+	e.ContentEmpty = content.arrayLen() == 0
+	content.each(func(b jv) bool {
 		switch string(b.GetStringBytes("type")) {
 		case "tool-call":
 			e.Advertised = append(e.Advertised, ToolCallRef{
@@ -674,7 +704,7 @@ func (d *RowDecoder) decodeAssistantMessage(e *Event, data *fastjson.Value) {
 		case "tool_use":
 			d.evidence(0, true)
 			var args string
-			if in := b.Get("input"); in != nil {
+			if in := b.Get("input"); in.ok() {
 				args = string(in.MarshalTo(nil))
 			}
 			e.Advertised = append(e.Advertised, ToolCallRef{
@@ -683,17 +713,18 @@ func (d *RowDecoder) decodeAssistantMessage(e *Event, data *fastjson.Value) {
 				Arguments: args,
 			})
 		}
-	}
+		return true
+	})
 	e.Usage = decodeUsage(data.Get("usage"))
 	e.Interrupted = data.GetBool("interrupted")
-	if s := data.Get("stream"); s != nil {
+	if s := data.Get("stream"); s.ok() {
 		d.evidence(2, false)
 		e.Stream = decodeStream(s)
 	}
 }
 
-func decodeUsage(u *fastjson.Value) *Usage {
-	if u == nil || u.Type() != fastjson.TypeObject {
+func decodeUsage(u jv) *Usage {
+	if !u.ok() || u.Type() != tObject {
 		return nil
 	}
 	get := func(k string) int64 { n, _ := intField(u, k); return n }
@@ -707,8 +738,8 @@ func decodeUsage(u *fastjson.Value) *Usage {
 	}
 }
 
-func decodeFailure(f *fastjson.Value) *Failure {
-	if f == nil || f.Type() != fastjson.TypeObject {
+func decodeFailure(f jv) *Failure {
+	if !f.ok() || f.Type() != tObject {
 		return nil
 	}
 	st, _ := intField(f, "status")
@@ -719,11 +750,11 @@ func decodeFailure(f *fastjson.Value) *Failure {
 	}
 }
 
-func decodeReason(v *fastjson.Value) Reason {
-	if v == nil {
+func decodeReason(v jv) Reason {
+	if !v.ok() {
 		return Reason{}
 	}
-	if v.Type() == fastjson.TypeString { // seed dialect: a bare word
+	if v.Type() == tString { // seed dialect: a bare word
 		return Reason{Kind: string(v.GetStringBytes())}
 	}
 	r := Reason{Kind: string(v.GetStringBytes("kind"))}
@@ -737,7 +768,7 @@ func decodeReason(v *fastjson.Value) Reason {
 	return r
 }
 
-func decodeFinish(c *fastjson.Value) *Finish {
+func decodeFinish(c jv) *Finish {
 	reason := c.Get("reason")
 	f := &Finish{Kind: string(reason.GetStringBytes("kind"))}
 	f.Failure = decodeFailure(reason.Get("failure"))
@@ -745,8 +776,8 @@ func decodeFinish(c *fastjson.Value) *Finish {
 }
 
 // decodeChunk reads a StreamChunk (§8.3).
-func decodeChunk(c *fastjson.Value) *Chunk {
-	if c == nil || c.Type() != fastjson.TypeObject {
+func decodeChunk(c jv) *Chunk {
+	if !c.ok() || c.Type() != tObject {
 		return &Chunk{}
 	}
 	ch := &Chunk{Type: string(c.GetStringBytes("type"))}
@@ -759,7 +790,7 @@ func decodeChunk(c *fastjson.Value) *Chunk {
 	case "tool-call-delta":
 		ch.ID = string(c.GetStringBytes("id"))
 		ch.Name = string(c.GetStringBytes("name"))
-		if a := c.Get("argumentsDelta"); a != nil {
+		if a := c.Get("argumentsDelta"); a.ok() {
 			ch.DeltaBytes = len(a.GetStringBytes())
 		} else {
 			ch.DeltaBytes = len(c.GetStringBytes("arguments")) // seed dialect
@@ -773,10 +804,8 @@ func decodeChunk(c *fastjson.Value) *Chunk {
 }
 
 // decodeStream summarizes an embedded stream (§4.3).
-func decodeStream(s *fastjson.Value) *Stream {
+func decodeStream(s jv) *Stream {
 	st := &Stream{}
-	recs := s.GetArray()
-	st.Records = len(recs)
 	at := func(t int64) {
 		if !st.HasTimes {
 			st.FirstTime, st.LastTime, st.HasTimes = t, t, true
@@ -784,32 +813,40 @@ func decodeStream(s *fastjson.Value) *Stream {
 		}
 		st.LastTime = t
 	}
-	for _, rec := range recs {
-		switch string(rec.GetStringBytes("type")) {
+	s.each(func(rec jv) bool {
+		st.Records++
+		switch rec.GetStringBytes("type") {
 		case "text-chunks", "reasoning-chunks", "tool-call-chunks":
 			t, _ := intField(rec, "time0")
-			members := rec.GetArray("texts")
-			if members == nil {
-				members = rec.GetArray("args")
+			members := rec.Get("texts")
+			if !members.ok() {
+				members = rec.Get("args")
 			}
-			dt := rec.GetArray("dt")
-			for k, m := range members {
-				if k > 0 && k-1 < len(dt) {
-					n, _ := dt[k-1].Int64()
-					t += n
+			var dts []int64
+			rec.Get("dt").each(func(x jv) bool {
+				n, _ := x.Int64()
+				dts = append(dts, n)
+				return true
+			})
+			k := 0
+			members.each(func(m jv) bool {
+				if k > 0 && k-1 < len(dts) {
+					t += dts[k-1]
 				}
+				k++
 				at(t)
 				st.Chunks++
-				if !st.HasDelta && len(m.GetStringBytes()) > 0 {
+				if !st.HasDelta && len(m.r.Str) > 0 {
 					st.FirstDeltaTime, st.HasDelta = t, true
 				}
-			}
+				return true
+			})
 		case "chunk":
 			t, _ := intField(rec, "time")
 			at(t)
 			st.Chunks++
 			c := rec.Get("chunk")
-			switch string(c.GetStringBytes("type")) {
+			switch c.GetStringBytes("type") {
 			case "usage":
 				st.Usage = decodeUsage(c.Get("usage"))
 			case "finish":
@@ -830,7 +867,8 @@ func decodeStream(s *fastjson.Value) *Stream {
 				at(t)
 			}
 		}
-	}
+		return true
+	})
 	return st
 }
 
@@ -841,7 +879,7 @@ var (
 
 // decodePacked validates a v0/v1 packed chunk row against its exact schema
 // and expands it into its assistant/chunk events (§4.1).
-func (d *RowDecoder) decodePacked(r *Row, v *fastjson.Value, typ string) {
+func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	r.Kind = RowPacked
 	fail := func(seq int64, msg string) {
 		r.Kind = RowInvalid
@@ -853,7 +891,7 @@ func (d *RowDecoder) decodePacked(r *Row, v *fastjson.Value, typ string) {
 		fail(-1, typ+" row needs a non-negative integer \"seq0\"")
 		return
 	}
-	if v.GetObject().Len() != 4 || v.Get("time0") == nil || v.Get("data") == nil {
+	if v.GetObject().Len() != 4 || !v.Get("time0").ok() || !v.Get("data").ok() {
 		fail(seq0, typ+" row must have exactly the keys type, seq0, time0, data")
 		return
 	}
@@ -863,7 +901,7 @@ func (d *RowDecoder) decodePacked(r *Row, v *fastjson.Value, typ string) {
 		return
 	}
 	data := v.Get("data")
-	if data.Type() != fastjson.TypeObject {
+	if data.Type() != tObject {
 		fail(seq0, typ+" row data must be an object")
 		return
 	}
@@ -872,7 +910,7 @@ func (d *RowDecoder) decodePacked(r *Row, v *fastjson.Value, typ string) {
 		allowed, membersKey = packedKeysTool, "args"
 	}
 	var extra string
-	data.GetObject().Visit(func(k []byte, _ *fastjson.Value) {
+	data.GetObject().Visit(func(k string, _ jv) {
 		if !allowed[string(k)] && extra == "" {
 			extra = string(k)
 		}
@@ -888,62 +926,81 @@ func (d *RowDecoder) decodePacked(r *Row, v *fastjson.Value, typ string) {
 		fail(seq0, typ+" row data needs integer turn, step and index")
 		return
 	}
-	members := data.GetArray(membersKey)
-	if len(members) == 0 {
+	// One pass over dt and one over the members: no slice of values.
+	dt := data.Get("dt")
+	var dts []int64
+	dtOK := dt.each(func(x jv) bool {
+		n, err := x.Int64()
+		if err != nil || n > maxSafeInteger || n < -maxSafeInteger {
+			return false
+		}
+		dts = append(dts, n)
+		return true
+	})
+	var lens []int
+	membersOK := data.Get(membersKey).each(func(m jv) bool {
+		if m.Type() != tString {
+			return false
+		}
+		lens = append(lens, len(m.r.Str))
+		return true
+	})
+	switch {
+	case !membersOK && data.Get(membersKey).Type() == tArray:
+		fail(seq0+int64(len(lens)), fmt.Sprintf("%s member %d is not a string", membersKey, len(lens)))
+		return
+	case len(lens) == 0:
 		fail(seq0, fmt.Sprintf("%s row needs a non-empty %q array", typ, membersKey))
 		return
-	}
-	dt := data.Get("dt")
-	if dt == nil || dt.Type() != fastjson.TypeArray || len(dt.GetArray()) != len(members)-1 {
-		fail(seq0, fmt.Sprintf("%s row needs \"dt\" with %d entries (members − 1)", typ, len(members)-1))
+	case dt.Type() != tArray || dt.arrayLen() != len(lens)-1:
+		fail(seq0, fmt.Sprintf("%s row needs \"dt\" with %d entries (members − 1)", typ, len(lens)-1))
+		return
+	case !dtOK:
+		fail(seq0+int64(len(dts))+1, fmt.Sprintf("dt[%d] is not a safe integer", len(dts)))
 		return
 	}
 	var id, name string
-	hasName := false
 	if typ == "tool-call-chunks" {
 		idv := data.Get("id")
-		if idv == nil || idv.Type() != fastjson.TypeString {
+		if !idv.ok() || idv.Type() != tString {
 			fail(seq0, "tool-call-chunks row needs a string \"id\"")
 			return
 		}
-		id = string(idv.GetStringBytes())
-		if nv := data.Get("name"); nv != nil {
-			if nv.Type() != fastjson.TypeString {
+		id = idv.GetStringBytes()
+		if nv := data.Get("name"); nv.ok() {
+			if nv.Type() != tString {
 				fail(seq0, "tool-call-chunks row \"name\" must be a string")
 				return
 			}
-			name, hasName = string(nv.GetStringBytes()), true
+			name = nv.GetStringBytes()
 		}
 	}
-	_ = hasName
-	chunkType := map[string]string{"text-chunks": "text-delta", "reasoning-chunks": "reasoning-delta", "tool-call-chunks": "tool-call-delta"}[typ]
-	events := make([]Event, len(members))
-	chunks := make([]Chunk, len(members))
+	var chunkType string
+	switch typ {
+	case "text-chunks":
+		chunkType = "text-delta"
+	case "reasoning-chunks":
+		chunkType = "reasoning-delta"
+	default:
+		chunkType = "tool-call-delta"
+	}
+	events := make([]Event, len(lens))
+	chunks := make([]Chunk, len(lens))
 	t := time0
-	dts := dt.GetArray()
-	for k, m := range members {
-		if m.Type() != fastjson.TypeString {
-			fail(seq0+int64(k), fmt.Sprintf("%s member %d is not a string", membersKey, k))
-			return
-		}
+	for k, n := range lens {
 		if k > 0 {
-			n, err := dts[k-1].Int64()
-			if err != nil || n > maxSafeInteger || n < -maxSafeInteger {
-				fail(seq0+int64(k), fmt.Sprintf("dt[%d] is not a safe integer", k-1))
-				return
-			}
-			t += n
+			t += dts[k-1]
 			if t > maxSafeInteger || t < -maxSafeInteger {
 				fail(seq0+int64(k), "reconstructed time is not a safe integer")
 				return
 			}
 		}
-		chunks[k] = Chunk{Type: chunkType, Index: index, HasIndex: true, DeltaBytes: len(m.GetStringBytes()), ID: id, Name: name}
+		chunks[k] = Chunk{Type: chunkType, Index: index, HasIndex: true, DeltaBytes: n, ID: id, Name: name}
 		events[k] = Event{
 			Row: r, Member: k, Type: "assistant/chunk",
 			Seq: seq0 + int64(k), Time: t,
 			Turn: turn, Step: step, HasTurn: true, HasStep: true,
-			Chunk: &chunks[k],
+			Chunk: &chunks[k], Detail: noDetail,
 		}
 	}
 	r.Events = events

@@ -186,7 +186,9 @@ func (d *Deriver) project(e *Event, f Format) node {
 	}
 	msg := data
 	if e.Type != "user/message" {
-		msg = messageOf(data)
+		if m := data.Get("message"); m != nil {
+			msg = m // else the earliest v0 shape: the message's fields in data
+		}
 	}
 	content := msg.Get("content")
 	m := Message{seq: e.Seq}

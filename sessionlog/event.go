@@ -189,6 +189,11 @@ type Reason struct {
 
 // Event is the typed view of one logical session event. Fields a given type
 // does not carry are zero. The physical bytes are in Row.
+//
+// The fields only some event types carry live in the embedded *Detail, so
+// a chunk (most events of a v0 log) stays small. Detail is never nil in a
+// decoded event: events without details share one zero Detail, which must
+// not be written to.
 type Event struct {
 	// Row is the physical row the event came from.
 	Row *Row
@@ -212,6 +217,19 @@ type Event struct {
 	// SourcesRanged is true when the physical list used [a,b] pairs.
 	SourcesRanged bool
 
+	// Chunk is set for assistant/chunk.
+	Chunk *Chunk
+	// Stream is set for v2+ assistant/message and assistant/attempt.
+	Stream *Stream
+
+	*Detail
+}
+
+// noDetail is the Detail of events that carry none.
+var noDetail = &Detail{}
+
+// Detail are the fields of tool, message, turn-end, request and retry events.
+type Detail struct {
 	// CallID: tool/call callId; tool/result call id from the message
 	// (toolCallId, source.callId or the tool-result block), empty when the
 	// message names none (seed dialect); dispatch events' parentCallId;
@@ -252,11 +270,6 @@ type Event struct {
 	Interrupted  bool
 	// Advertised are the tool request blocks of an assistant/message.
 	Advertised []ToolCallRef
-
-	// Chunk is set for assistant/chunk.
-	Chunk *Chunk
-	// Stream is set for v2+ assistant/message and assistant/attempt.
-	Stream *Stream
 
 	// Inherited: session/end-seed with data.inherited true.
 	Inherited bool

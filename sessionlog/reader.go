@@ -10,6 +10,10 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
+// readBufferSize is the read buffer: most rows fit; longer ones are
+// gathered across reads up to MaxRowBytes.
+const readBufferSize = 16 << 10
+
 // zstdMagic starts every Zstandard frame.
 var zstdMagic = []byte{0x28, 0xB5, 0x2F, 0xFD}
 
@@ -70,7 +74,7 @@ func NewDecoder(r io.Reader, opts Options) (*Decoder, error) {
 		opts.MaxRowBytes = DefaultMaxRowBytes
 	}
 	d := &Decoder{opts: opts, rows: NewRowDecoder(opts.MaxRowBytes, opts.MaxDepth)}
-	d.src = bufio.NewReaderSize(r, 64<<10)
+	d.src = bufio.NewReaderSize(r, readBufferSize)
 	head, err := d.src.Peek(4)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
 		return nil, err
@@ -83,7 +87,7 @@ func NewDecoder(r io.Reader, opts Options) (*Decoder, error) {
 		}
 		d.zr = zr
 		d.compressed = true
-		d.br = bufio.NewReaderSize(zr, 64<<10)
+		d.br = bufio.NewReaderSize(zr, readBufferSize)
 	} else {
 		d.br = d.src
 	}

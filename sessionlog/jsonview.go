@@ -1,0 +1,265 @@
+package sessionlog
+
+import (
+	"strconv"
+	"sync"
+	"unsafe"
+
+	"github.com/tidwall/gjson"
+)
+
+// jv is a read-only view of one JSON value inside a row that checkJSON has
+// already validated. Lookups scan the row's bytes in place (no tree is
+// built); the objects the decoder reads many members of are indexed once,
+// in a single pass, so their large members (message content, tool
+// schemas) are skipped once rather than once per lookup.
+//
+// Strings read through a jv share the row's memory: Row.Bytes are never
+// modified after decoding, which is what makes that safe.
+type jv struct {
+	r  gjson.Result
+	ix *objIndex
+}
+
+// jtype is the kind of a JSON value.
+type jtype int
+
+const (
+	tNull jtype = iota
+	tObject
+	tArray
+	tString
+	tNumber
+	tTrue
+	tFalse
+)
+
+func (t jtype) String() string {
+	return [...]string{"null", "object", "array", "string", "number", "true", "false"}[t]
+}
+
+// maxIndexed is how many members of an object an index holds; further
+// members are found by scanning.
+const maxIndexed = 32
+
+type objIndex struct {
+	n    int
+	more bool
+	keys [maxIndexed]string
+	vals [maxIndexed]gjson.Result
+}
+
+// scratch holds the indexes of one Decode call.
+type scratch struct {
+	used int
+	ix   [6]objIndex
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
+
+// index returns v with its members indexed, when v is an object and the
+// scratch has room.
+func (s *scratch) index(v jv) jv {
+	if v.Type() != tObject || s.used == len(s.ix) {
+		return v
+	}
+	ix := &s.ix[s.used]
+	s.used++
+	ix.n, ix.more = 0, false
+	v.r.ForEach(func(k, val gjson.Result) bool {
+		if ix.n == maxIndexed {
+			ix.more = true
+			return false
+		}
+		ix.keys[ix.n] = k.Str
+		ix.vals[ix.n] = val
+		ix.n++
+		return true
+	})
+	v.ix = ix
+	return v
+}
+
+// parseRow views a validated row. The bytes must stay unmodified while the
+// view and any string read through it are in use.
+func parseRow(b []byte) jv {
+	if len(b) == 0 {
+		return jv{}
+	}
+	return jv{r: gjson.Parse(unsafe.String(&b[0], len(b)))}
+}
+
+// ok reports whether the value exists (fastjson's non-nil).
+func (v jv) ok() bool { return v.r.Exists() }
+
+// Type is the value's kind; a missing value is null.
+func (v jv) Type() jtype {
+	switch v.r.Type {
+	case gjson.String:
+		return tString
+	case gjson.Number:
+		return tNumber
+	case gjson.True:
+		return tTrue
+	case gjson.False:
+		return tFalse
+	case gjson.JSON:
+		if len(v.r.Raw) > 0 && v.r.Raw[0] == '[' {
+			return tArray
+		}
+		return tObject
+	}
+	return tNull
+}
+
+func (v jv) get1(key string) jv {
+	if v.ix != nil {
+		for i := 0; i < v.ix.n; i++ {
+			if v.ix.keys[i] == key {
+				return jv{r: v.ix.vals[i]}
+			}
+		}
+		if !v.ix.more {
+			return jv{}
+		}
+	}
+	if v.r.Type != gjson.JSON {
+		return jv{}
+	}
+	return jv{r: v.r.Get(key)}
+}
+
+// Get looks up a member path: each key names an object member, or an array
+// element by its decimal index.
+func (v jv) Get(keys ...string) jv {
+	for _, k := range keys {
+		if !v.ok() {
+			return jv{}
+		}
+		v = v.get1(k)
+	}
+	return v
+}
+
+// GetStringBytes is the string at the path, or "" for anything else.
+func (v jv) GetStringBytes(keys ...string) string {
+	w := v.Get(keys...)
+	if w.r.Type != gjson.String {
+		return ""
+	}
+	return w.r.Str
+}
+
+// GetBool is the boolean at the path (false for anything else).
+func (v jv) GetBool(keys ...string) bool {
+	return v.Get(keys...).r.Type == gjson.True
+}
+
+// GetArray is the array at the path, or nil.
+func (v jv) GetArray(keys ...string) []jv {
+	w := v.Get(keys...)
+	if w.Type() != tArray {
+		return nil
+	}
+	var out []jv
+	w.r.ForEach(func(_, el gjson.Result) bool {
+		out = append(out, jv{r: el})
+		return true
+	})
+	return out
+}
+
+// each calls f for each element of an array, in order, until f returns
+// false; it reports whether v is an array.
+func (v jv) each(f func(el jv) bool) bool {
+	if v.Type() != tArray {
+		return false
+	}
+	v.r.ForEach(func(_, el gjson.Result) bool { return f(jv{r: el}) })
+	return true
+}
+
+// arrayLen counts an array's elements without materializing them.
+func (v jv) arrayLen() int {
+	if v.Type() != tArray {
+		return 0
+	}
+	n := 0
+	v.r.ForEach(func(_, _ gjson.Result) bool { n++; return true })
+	return n
+}
+
+// Array is the value's elements, or an error when it is no array.
+func (v jv) Array() ([]jv, error) {
+	if v.Type() != tArray {
+		return nil, errNotArray
+	}
+	return v.GetArray(), nil
+}
+
+type jsonError string
+
+func (e jsonError) Error() string { return string(e) }
+
+const (
+	errNotArray  jsonError = "not an array"
+	errNotInt    jsonError = "not an integer"
+	errNotBool   jsonError = "not a boolean"
+	errNotNumber jsonError = "not a number"
+)
+
+// Int64 is the value as an exact integer; a fraction or exponent is an error.
+func (v jv) Int64() (int64, error) {
+	if v.r.Type != gjson.Number {
+		return 0, errNotNumber
+	}
+	n, err := strconv.ParseInt(v.r.Raw, 10, 64)
+	if err != nil {
+		return 0, errNotInt
+	}
+	return n, nil
+}
+
+// Int is Int64 as an int.
+func (v jv) Int() (int, error) {
+	n, err := v.Int64()
+	return int(n), err
+}
+
+// Bool is the value as a boolean.
+func (v jv) Bool() (bool, error) {
+	switch v.r.Type {
+	case gjson.True:
+		return true, nil
+	case gjson.False:
+		return false, nil
+	}
+	return false, errNotBool
+}
+
+// MarshalTo appends the value's JSON text, exactly as in the row.
+func (v jv) MarshalTo(dst []byte) []byte { return append(dst, v.r.Raw...) }
+
+// object is an object value's members.
+type object struct{ v jv }
+
+// GetObject views the value as an object.
+func (v jv) GetObject() object { return object{v} }
+
+// Visit calls f for each member in order.
+func (o object) Visit(f func(k string, v jv)) {
+	if o.v.Type() != tObject {
+		return
+	}
+	o.v.r.ForEach(func(k, val gjson.Result) bool {
+		f(k.Str, jv{r: val})
+		return true
+	})
+}
+
+// Len is the number of members.
+func (o object) Len() int {
+	n := 0
+	o.Visit(func(string, jv) { n++ })
+	return n
+}
