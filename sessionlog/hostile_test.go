@@ -337,3 +337,18 @@ func TestWrapperInvalid(t *testing.T) {
 		}
 	}
 }
+
+// Only JSON's own whitespace makes a blank line: a row of other space
+// characters is a bad row, reported, not skipped.
+func TestNonJSONWhitespaceRow(t *testing.T) {
+	for _, ws := range []string{"\v", "\f", "\u0085", "\u00a0"} {
+		in := `{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}` + "\n" + ws + "\n"
+		rep, err := Check(strings.NewReader(in), Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Violations) != 1 || rep.Violations[0].Line != 2 || rep.Violations[0].Code != CodeJSONInvalid {
+			t.Errorf("row %q: violations %v, want JSON_INVALID at line 2", ws, rep.Violations)
+		}
+	}
+}

@@ -167,7 +167,7 @@ func (d *Decoder) Next() (*Row, error) {
 			r.problem(-1, CodeRowTooLong, fmt.Sprintf("row exceeds the limit of %d bytes", d.opts.MaxRowBytes))
 			return r, nil
 		}
-		if len(bytes.TrimSpace(b)) == 0 {
+		if len(bytes.Trim(b, " \t\r")) == 0 { // JSON whitespace only: \v, U+00A0 and the like are bad rows
 			continue // blank lines carry nothing
 		}
 		row, derr := d.rows.Decode(b, d.line)

@@ -324,16 +324,31 @@ func (v *Validator) reportGap(g seqGap, out []Violation) []Violation {
 
 // citeGaps drops the held gaps whose every seq the message cites as its chunks.
 func (v *Validator) citeGaps(e *Event) {
-	if len(v.gaps) == 0 || !e.HasSources {
+	if len(v.gaps) == 0 || !e.HasSources || !slices.IsSorted(e.Sources) {
 		return
 	}
 	v.gaps = slices.DeleteFunc(v.gaps, func(g seqGap) bool {
 		i, found := slices.BinarySearch(e.Sources, g.from)
-		if !found || !slices.IsSorted(e.Sources) {
+		if !found {
 			return false
 		}
+		// Sources are unique and sorted: from..to are all cited when the
+		// entry to-from places on is to.
 		return int64(len(e.Sources)-i) > g.to-g.from && e.Sources[i+int(g.to-g.from)] == g.to
 	})
+}
+
+// citer answers "is seq cited?" in O(log n) for sorted sources, else
+// through a set built once.
+func citer(sources []int64) func(int64) bool {
+	if slices.IsSorted(sources) {
+		return func(s int64) bool { _, ok := slices.BinarySearch(sources, s); return ok }
+	}
+	set := make(map[int64]struct{}, len(sources))
+	for _, s := range sources {
+		set[s] = struct{}{}
+	}
+	return func(s int64) bool { _, ok := set[s]; return ok }
 }
 
 // flushGaps reports the gaps no message explained.
@@ -469,8 +484,9 @@ func ApplyReplace(surface []int64, e *Event) (next []int64, code, msg string) {
 	case j < i:
 		return surface, CodeReplaceInverted, fmt.Sprintf("replace range %d–%d ends before it starts in surface order", a, b)
 	}
+	cited := citer(e.Sources)
 	for _, s := range surface[i : j+1] {
-		if !slices.Contains(e.Sources, s) {
+		if !cited(s) {
 			code, msg = CodeReplaceNotCited, fmt.Sprintf("replace shadows surface node %d, which sourceEventSeqs does not cite", s)
 			break
 		}
