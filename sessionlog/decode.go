@@ -938,11 +938,11 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 		return true
 	})
 	var lens []int
-	membersOK := data.Get(membersKey).each(func(m jv) bool {
-		if m.Type() != tString {
+	membersOK := data.Get(membersKey).eachRaw(func(m string) bool {
+		if m[0] != '"' {
 			return false
 		}
-		lens = append(lens, len(m.r.Str))
+		lens = append(lens, len(m)-2) // the encoded length: zero only for ""
 		return true
 	})
 	switch {

@@ -145,7 +145,8 @@ type Chunk struct {
 	Type     string
 	Index    int64
 	HasIndex bool
-	// DeltaBytes is the length of a delta's text or arguments.
+	// DeltaBytes is the length of a delta's text or arguments (for packed
+	// rows, of its JSON-encoded form: zero exactly when the delta is empty).
 	DeltaBytes int
 	// ID and Name are a tool-call delta's call id and tool name.
 	ID, Name string

@@ -2,6 +2,7 @@ package sessionlog
 
 import (
 	"strconv"
+	"strings"
 	"sync"
 	"unsafe"
 
@@ -66,18 +67,95 @@ func (s *scratch) index(v jv) jv {
 	ix := &s.ix[s.used]
 	s.used++
 	ix.n, ix.more = 0, false
-	v.r.ForEach(func(k, val gjson.Result) bool {
+	raw := v.r.Raw
+	i := skipWS(raw, 1) // past '{'
+	for i < len(raw) && raw[i] != '}' {
 		if ix.n == maxIndexed {
 			ix.more = true
-			return false
+			break
 		}
-		ix.keys[ix.n] = k.Str
-		ix.vals[ix.n] = val
+		// The row passed checkJSON: a key string, ':', a value, then ',' or '}'.
+		kEnd := skipString(raw, i)
+		key := raw[i+1 : kEnd-1]
+		if strings.IndexByte(key, '\\') >= 0 {
+			key = gjson.Parse(raw[i:kEnd]).Str
+		}
+		i = skipWS(raw, kEnd) + 1 // past ':'
+		i = skipWS(raw, i)
+		vEnd := skipValue(raw, i)
+		ix.keys[ix.n] = key
+		ix.vals[ix.n] = gjson.Parse(raw[i:vEnd])
 		ix.n++
-		return true
-	})
+		i = skipWS(raw, vEnd)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipWS(raw, i+1)
+		}
+	}
 	v.ix = ix
 	return v
+}
+
+func skipWS(s string, i int) int {
+	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index just past the string starting at s[i] == '"'.
+func skipString(s string, i int) int {
+	i++
+	for {
+		j := strings.IndexByte(s[i:], '"')
+		if j < 0 {
+			return len(s)
+		}
+		i += j
+		// Count the backslashes before the quote: an even number closes.
+		k := i - 1
+		for k >= 0 && s[k] == '\\' {
+			k--
+		}
+		i++
+		if (i-2-k)%2 == 0 {
+			return i
+		}
+	}
+}
+
+// skipValue returns the index just past the JSON value starting at s[i],
+// which checkJSON has validated.
+func skipValue(s string, i int) int {
+	switch s[i] {
+	case '"':
+		return skipString(s, i)
+	case '{', '[':
+		depth := 0
+		for i < len(s) {
+			switch s[i] {
+			case '"':
+				i = skipString(s, i)
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1
+				}
+			}
+			i++
+		}
+		return i
+	}
+	for i < len(s) {
+		switch s[i] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return i
+		}
+		i++
+	}
+	return i
 }
 
 // parseRow views a validated row. The bytes must stay unmodified while the
@@ -179,13 +257,32 @@ func (v jv) each(f func(el jv) bool) bool {
 	return true
 }
 
+// eachRaw calls f with the JSON text of each element of an array, in
+// order, until f returns false, without decoding the elements; it reports
+// whether v is an array.
+func (v jv) eachRaw(f func(raw string) bool) bool {
+	if v.Type() != tArray {
+		return false
+	}
+	raw := v.r.Raw
+	i := skipWS(raw, 1)
+	for i < len(raw) && raw[i] != ']' {
+		end := skipValue(raw, i)
+		if !f(raw[i:end]) {
+			return true
+		}
+		i = skipWS(raw, end)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipWS(raw, i+1)
+		}
+	}
+	return true
+}
+
 // arrayLen counts an array's elements without materializing them.
 func (v jv) arrayLen() int {
-	if v.Type() != tArray {
-		return 0
-	}
 	n := 0
-	v.r.ForEach(func(_, _ gjson.Result) bool { n++; return true })
+	v.eachRaw(func(string) bool { n++; return true })
 	return n
 }
 
