@@ -1,0 +1,114 @@
+package logrecord
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/plogtest"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/dshtrace/dshtrace/internal/testcorpus"
+	"github.com/dshtrace/dshtrace/sessionlog"
+)
+
+// rowsOf decodes a file into its rows and final format.
+func rowsOf(t *testing.T, path string) ([]*sessionlog.Row, sessionlog.Format) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dec, err := sessionlog.NewDecoder(f, sessionlog.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	var rows []*sessionlog.Row
+	for {
+		row, err := dec.Next()
+		if errors.Is(err, io.EOF) {
+			return rows, dec.Format()
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows = append(rows, row)
+	}
+}
+
+// TestPositionSaveRestore: batches whose delivery failed are undone with
+// Restore, then appended again — through a JSON round trip of the saved
+// position, as a restarted receiver would — and the records equal those of
+// one uninterrupted pass, trace and span ids included.
+func TestPositionSaveRestore(t *testing.T) {
+	dir := testcorpus.Dir(t)
+	for _, rel := range testcorpus.Files(t) {
+		rows, f := rowsOf(t, filepath.Join(dir, rel))
+		const session = "s"
+
+		want := plog.NewLogs()
+		lrs := NewResourceLogs(want, session, nil)
+		tr := NewTracker(0)
+		for _, r := range rows {
+			tr.Append(lrs, session, r, f, now)
+		}
+
+		got := plog.NewLogs()
+		glrs := NewResourceLogs(got, session, nil)
+		tr = NewTracker(0)
+		for start := 0; start < len(rows); start += 7 {
+			batch := rows[start:min(start+7, len(rows))]
+			saved := tr.Save(session)
+			// A failed delivery: appended, then undone.
+			scratch := plog.NewLogRecordSlice()
+			for _, r := range batch {
+				tr.Append(scratch, session, r, f, now)
+			}
+			tr.Restore(session, saved)
+			// A restart in between: the position comes back from JSON.
+			b, err := json.Marshal(tr.Save(session))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Position
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			tr = NewTracker(0)
+			tr.Restore(session, back)
+			for _, r := range batch {
+				tr.Append(glrs, session, r, f, now)
+			}
+		}
+		if err := plogtest.CompareLogs(want, got); err != nil {
+			t.Errorf("%s: %v", rel, err)
+		}
+	}
+}
+
+// TestPositionForget: restoring the zero Position forgets the session.
+func TestPositionForget(t *testing.T) {
+	tr := NewTracker(2)
+	if !tr.Save("a").IsZero() {
+		t.Fatal("unknown session has a position")
+	}
+	row := &sessionlog.Row{Kind: sessionlog.RowEvent, Bytes: []byte(`{}`)}
+	row.Events = []sessionlog.Event{{Row: row, Type: "turn/start", Seq: 0, Turn: 1, HasTurn: true, Detail: &sessionlog.Detail{}}}
+	tr.Append(plog.NewLogRecordSlice(), "a", row, sessionlog.Format{}, now)
+	if tr.Save("a").IsZero() {
+		t.Fatal("no position after an append")
+	}
+	tr.Restore("a", Position{})
+	if !tr.Save("a").IsZero() || len(tr.order) != 0 {
+		t.Fatalf("session not forgotten: order %v", tr.order)
+	}
+	b, _ := json.Marshal(Position{})
+	if string(b) != "null" {
+		t.Fatalf("zero position marshals to %s", b)
+	}
+}

@@ -1,0 +1,51 @@
+package sessionevent
+
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/confighttp"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
+
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
+)
+
+// NewFactory returns the factory of the session_event receiver.
+func NewFactory() receiver.Factory {
+	return receiver.NewFactory(metadata.Type, createDefaultConfig,
+		receiver.WithLogs(createLogs, metadata.LogsStability))
+}
+
+func createDefaultConfig() component.Config {
+	srv := confighttp.NewDefaultServerConfig()
+	srv.NetAddr.Endpoint = defaultEndpoint
+	return &Config{
+		HTTP: configoptional.Default(HTTPConfig{ServerConfig: srv}),
+		Files: configoptional.Default(FileConfig{
+			Include:      []string{defaultInclude},
+			StartAt:      defaultStartAt,
+			PollInterval: defaultPollInterval,
+		}),
+		MaxLineBytes: defaultMaxLineBytes,
+	}
+}
+
+func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
+	obs := map[string]*receiverhelper.ObsReport{}
+	for _, transport := range []string{transportHTTP, transportFile} {
+		o, err := receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{
+			ReceiverID:             set.ID,
+			Transport:              transport,
+			LongLivedCtx:           transport == transportFile,
+			ReceiverCreateSettings: set,
+		})
+		if err != nil {
+			return nil, err
+		}
+		obs[transport] = o
+	}
+	return newReceiver(cfg.(*Config), set, next, obs)
+}

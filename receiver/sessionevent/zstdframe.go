@@ -1,0 +1,107 @@
+package sessionevent
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// A dsh .jsonl.zstd file is a concatenation of independent Zstandard
+// frames, each one durable append batch of whole rows (dsh-format §1.4).
+// The tailer decodes it frame by frame and checkpoints at frame boundaries,
+// so it needs each frame's compressed size before decoding it: frameSize
+// walks the frame header and block headers (RFC 8878 §3.1) without
+// decompressing anything.
+
+const (
+	zstdFrameMagic   = 0xFD2FB528
+	skippableMagic   = 0x184D2A50 // … 0x184D2A5F
+	skippableMask    = 0xFFFFFFF0
+	maxZstdFrameSize = 256 << 20 // a frame larger than this is treated as corrupt
+)
+
+// errNotFrame: the bytes at the offset start no zstd frame.
+var errNotFrame = errors.New("no zstd frame starts here")
+
+// frameSize returns the compressed size of the frame starting at off in r,
+// whose readable size is size. complete is false when the frame runs past
+// size: it is still being written (or torn), not corrupt.
+func frameSize(r io.ReaderAt, off, size int64) (n int64, complete bool, err error) {
+	var buf [18]byte
+	read := func(at int64, k int) ([]byte, bool, error) {
+		if at+int64(k) > size {
+			return nil, false, nil
+		}
+		if _, err := r.ReadAt(buf[:k], at); err != nil {
+			return nil, false, err
+		}
+		return buf[:k], true, nil
+	}
+	b, ok, err := read(off, 4)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	magic := binary.LittleEndian.Uint32(b)
+	if magic&skippableMask == skippableMagic {
+		b, ok, err := read(off+4, 4)
+		if err != nil || !ok {
+			return 0, false, err
+		}
+		n := 8 + int64(binary.LittleEndian.Uint32(b))
+		return n, off+n <= size, nil
+	}
+	if magic != zstdFrameMagic {
+		return 0, false, errNotFrame
+	}
+	b, ok, err = read(off+4, 1)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	fhd := b[0]
+	if fhd&0x08 != 0 {
+		return 0, false, fmt.Errorf("zstd frame header has its reserved bit set")
+	}
+	fcsFlag := fhd >> 6
+	single := fhd&0x20 != 0
+	checksum := fhd&0x04 != 0
+	didSize := [4]int64{0, 1, 2, 4}[fhd&3]
+	fcsSize := [4]int64{0, 2, 4, 8}[fcsFlag]
+	if fcsFlag == 0 && single {
+		fcsSize = 1
+	}
+	pos := off + 5 + didSize + fcsSize
+	if !single {
+		pos++ // window descriptor
+	}
+	for {
+		b, ok, err := read(pos, 3)
+		if err != nil || !ok {
+			return 0, false, err
+		}
+		h := uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16
+		last := h&1 != 0
+		bsize := int64(h >> 3)
+		switch (h >> 1) & 3 {
+		case 0, 2: // raw, compressed
+			pos += 3 + bsize
+		case 1: // RLE
+			pos += 3 + 1
+		default:
+			return 0, false, fmt.Errorf("zstd block of reserved type at offset %d", pos)
+		}
+		if pos-off > maxZstdFrameSize {
+			return 0, false, fmt.Errorf("zstd frame at offset %d exceeds %d bytes", off, maxZstdFrameSize)
+		}
+		if pos > size {
+			return 0, false, nil
+		}
+		if last {
+			break
+		}
+	}
+	if checksum {
+		pos += 4
+	}
+	return pos - off, pos <= size, nil
+}
