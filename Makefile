@@ -4,18 +4,19 @@ SHARED   ?= ../shared
 BIN      := bin
 FUZZTIME ?= 5s
 
-.PHONY: all build run test vet fmt-check unit fuzz bench clean
+.PHONY: all build run test vet fmt-check unit fuzz bench clean \
+	tools generate check-generated otelcol-dsh demo e2e deploy-test
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/dshtrace ./cmd/dshtrace
 
-# Until the collector distribution exists, `make run` runs the CLI over the
-# seed sample log of the format reference.
-run: build
-	$(BIN)/dshtrace turns testdata/seed/sample.jsonl
-	$(BIN)/dshtrace check testdata/seed/sample.jsonl
+# Build the collector distribution and run it on its built-in configuration:
+# HTTP ingest on localhost:4320, tails $DSH_HOME/sessions (~/.dsh/sessions),
+# prints the finished turns, Prometheus metrics on localhost:8889.
+run: otelcol-dsh
+	$(OTELCOL)
 
 # The full suite: vet and formatting, unit and corpus conformance tests,
 # then a brief pass of every fuzz target.
@@ -42,3 +43,58 @@ bench:
 
 clean:
 	rm -rf $(BIN)
+
+# ---- the otelcol-dsh distribution, the real backends, the deploy kit ----
+#
+# The pinned tools (Jaeger v2, Prometheus 3.16 and promtool, ocb, a fake
+# Kafka) are built once into $DSH_TOOLS_CACHE (~/.cache/dshtrace-tools),
+# keyed by version and go.mod/go.sum, and reused by every later run
+# (tools/build.sh, tools/README.md).
+OTELCOL  := $(BIN)/otelcol-dsh
+TOOLS    := tools/build.sh
+GOBUILD_ENV := GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
+
+tools:
+	$(TOOLS) >/dev/null
+
+# Regenerate cmd/otelcol-dsh/ from builder-config.yaml (ocb, from the
+# repository root; default_config.go there is hand-written and kept), gofmt'd
+# like the rest of the tree.
+generate:
+	eval "$$($(TOOLS) ocb)" && $(GOBUILD_ENV) "$$OCB" --config builder-config.yaml --skip-compilation
+	gofmt -w cmd/otelcol-dsh/*.go
+
+# Fail when the committed cmd/otelcol-dsh/ differs from what ocb generates.
+check-generated: generate
+	@git diff --exit-code --stat -- cmd/otelcol-dsh || \
+		{ echo "cmd/otelcol-dsh is stale: run 'make generate' and commit the result"; exit 1; }
+	@new=$$(git ls-files --others --exclude-standard -- cmd/otelcol-dsh); \
+		if [ -n "$$new" ]; then echo "not committed: $$new"; exit 1; fi
+
+# The distribution binary (a nested module: built on its own).
+otelcol-dsh:
+	cd cmd/otelcol-dsh && $(GOBUILD_ENV) $(GO) build -trimpath -ldflags="-s -w" -o $(abspath $(OTELCOL)) .
+
+# Real Jaeger and Prometheus on loopback with the collector, testdata sessions
+# replayed; prints where to look and runs until interrupted.
+demo: otelcol-dsh
+	OTELCOL_DSH=$(abspath $(OTELCOL)) e2e/demo.sh
+
+# The end-to-end suite on real Jaeger v2 and Prometheus 3 (e2e/).
+e2e: otelcol-dsh
+	eval "$$($(TOOLS))" && export JAEGER PROMETHEUS PROMTOOL KFAKE && \
+	OTELCOL_DSH=$(abspath $(OTELCOL)) DSH_CORPUS=$(abspath $(SHARED))/dsh-corpus \
+		$(GO) test -tags e2e -count=1 -timeout 15m -v ./e2e/
+
+# The deploy kit on its own: promtool on the rules and their unit tests, the
+# dashboard's JSON, and every example collector config validated by the
+# distribution.
+deploy-test: otelcol-dsh
+	eval "$$($(TOOLS) prometheus)" && \
+		"$$PROMTOOL" check rules deploy/rules.yaml && \
+		"$$PROMTOOL" test rules deploy/rules_test.yaml
+	jq -e '(.title|type=="string") and (.uid|type=="string") and (.panels|length > 0)' \
+		deploy/grafana/dshtrace-dashboard.json >/dev/null
+	for f in deploy/collector/*.yaml; do \
+		DSH_INGEST_TOKEN=validate-only HOSTNAME=validate $(OTELCOL) validate --config=$$f || exit 1; \
+	done

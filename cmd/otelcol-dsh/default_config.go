@@ -1,0 +1,28 @@
+// Hand-written, not generated: ocb rewrites only its own files in this
+// directory and leaves this one alone.
+
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/dshtrace/dshtrace/config/defaultconfig"
+)
+
+// Without --config and without a subcommand, otelcol-dsh runs its built-in
+// configuration (config/defaultconfig): HTTP ingest on localhost:4320, the
+// dsh session root tailed, a line per finished turn, metrics on
+// localhost:8889.
+func init() {
+	if !defaultconfig.NeedsDefault(os.Args) {
+		return
+	}
+	p, err := defaultconfig.UserPaths()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "otelcol-dsh: no built-in configuration:", err)
+		fmt.Fprintln(os.Stderr, "otelcol-dsh: pass one with --config=FILE")
+		os.Exit(2)
+	}
+	os.Args = append(os.Args, defaultconfig.Flag(p))
+}

@@ -1,0 +1,502 @@
+//go:build e2e
+
+// Package e2e runs the built otelcol-dsh distribution against real Jaeger v2
+// and Prometheus 3 on loopback ports: it posts corpus sessions over HTTP and
+// has others tailed from a dsh root, then asserts through Jaeger's query API
+// the exact span tree of every turn and through Prometheus's query API the
+// turn, token and tool metrics, lints the scrape with promtool, and runs every
+// PromQL expression of the deploy kit's dashboard and rules against the real
+// Prometheus.
+//
+// Run it with `make e2e`, which builds the tools once (tools/build.sh) and the
+// distribution, and sets JAEGER, PROMETHEUS, PROMTOOL and OTELCOL_DSH.
+package e2e
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/dshtrace/dshtrace/internal/testcorpus"
+	"github.com/dshtrace/dshtrace/internal/turnengine"
+)
+
+// Loopback addresses (real-backends.md §1; nothing uses a default port).
+const (
+	jaegerQuery   = "http://127.0.0.1:26686"
+	jaegerHealth  = "http://127.0.0.1:23133/status"
+	collectorHTTP = "http://127.0.0.1:34320"
+	collectorHC   = "http://127.0.0.1:33133/"
+	exporterURL   = "http://127.0.0.1:18889/metrics"
+	selfURL       = "http://127.0.0.1:38888/metrics"
+	promURL       = "http://127.0.0.1:19090"
+	promListen    = "127.0.0.1:19090"
+	exporterJob   = "otelcol-dsh"
+)
+
+const toolsHint = "run `make e2e` (it builds the tools with tools/build.sh and sets the variable)"
+
+func TestEndToEnd(t *testing.T) {
+	jaegerBin := lookPath(t, "JAEGER", toolsHint)
+	promBin := lookPath(t, "PROMETHEUS", toolsHint)
+	promtool := lookPath(t, "PROMTOOL", toolsHint)
+	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
+	ss := load(t, testcorpus.Dir(t))
+	want := expect(t, ss)
+	ctx := context.Background()
+
+	dir := t.TempDir()
+	dshRoot := filepath.Join(dir, "dsh", "sessions")
+	requireFree(t, "127.0.0.1:24317", "127.0.0.1:24318", "127.0.0.1:26685", "127.0.0.1:26686", "127.0.0.1:23133",
+		"127.0.0.1:34317", "127.0.0.1:34318", "127.0.0.1:34320", "127.0.0.1:33133", "127.0.0.1:18889", "127.0.0.1:38888", promListen)
+	var live session
+	var tailRows int
+	for _, s := range ss {
+		switch s.via {
+		case viaTail:
+			writeSession(t, dshRoot, s.id, s.body)
+			tailRows += rows(s.body)
+		case viaTailLive:
+			live = s
+		}
+	}
+	// The live file starts with its first half, cut inside a line: the
+	// tailer must wait for the newline.
+	cut := bytes.IndexByte(live.body[len(live.body)/2:], '\n') + len(live.body)/2 + 1
+	firstHalf := live.body[:cut+20]
+	writeSession(t, dshRoot, live.id, firstHalf)
+	tailRows += rows(live.body[:cut])
+
+	jaeger := start(t, dir, "jaeger", jaegerBin, nil, "--config", "jaeger.yaml")
+	poll(t, "jaeger healthy", 30*time.Second, httpOK(jaegerHealth), jaeger)
+	otelcol := start(t, dir, "otelcol-dsh", otelcolBin,
+		[]string{"E2E_DSH_ROOT=" + dshRoot, "E2E_STATE_DIR=" + filepath.Join(dir, "state")},
+		"--config=otelcol.yaml")
+	poll(t, "otelcol-dsh healthy", 30*time.Second, httpOK(collectorHC), otelcol)
+	prom := start(t, dir, "prometheus", promBin, nil,
+		"--config.file=prometheus.yaml", "--storage.tsdb.path="+filepath.Join(dir, "prometheus"),
+		"--web.listen-address="+promListen, "--enable-feature=exemplar-storage")
+	poll(t, "prometheus ready", 30*time.Second, httpOK(promURL+"/-/ready"), prom)
+	procs := []*process{jaeger, otelcol, prom}
+
+	t.Run("ingest", func(t *testing.T) {
+		// Everything present before the start (and the complete lines of the
+		// live file) is read from the beginning.
+		poll(t, "tailed rows accepted", 30*time.Second, func() error {
+			n, err := acceptedRecords(ctx)
+			if err == nil && n != float64(tailRows) {
+				err = fmt.Errorf("accepted %v log records, want %d", n, tailRows)
+			}
+			return err
+		}, procs...)
+
+		for _, s := range ss {
+			switch s.via {
+			case viaPost, viaPostGzip, viaPostZstd:
+				res := post(t, collectorHTTP+"/v1/sessions/"+s.id+"/events", s.via, s.body)
+				if res.code != http.StatusAccepted || res.Accepted == 0 || res.Duplicates != 0 {
+					t.Errorf("%s: HTTP %d %s; want 202 with rows accepted and no duplicates", s.file, res.code, res.raw)
+				}
+			case viaWire:
+				res := post(t, collectorHTTP+"/v1/session-events", s.via, s.body)
+				if res.code != http.StatusAccepted || res.Accepted == 0 {
+					t.Errorf("%s: HTTP %d %s; want 202 with rows accepted", s.file, res.code, res.raw)
+				}
+			}
+		}
+		// Re-posting is idempotent: everything is a duplicate, nothing is
+		// emitted again (the metrics below would count it twice).
+		again := ss[0]
+		res := post(t, collectorHTTP+"/v1/sessions/"+again.id+"/events", viaPost, again.body)
+		if res.code != http.StatusAccepted || res.Accepted != 0 || res.Duplicates == 0 {
+			t.Errorf("re-post of %s: HTTP %d %s; want 202, all duplicates", again.file, res.code, res.raw)
+		}
+		// A bad line rejects the whole request, naming the line.
+		bad := append([]byte(strings.SplitAfter(string(ss[1].body), "\n")[0]), []byte("{not json\n")...)
+		res = post(t, collectorHTTP+"/v1/sessions/e2e-rejected/events", viaPost, bad)
+		if res.code != http.StatusBadRequest || !strings.Contains(res.raw, `"line"`) {
+			t.Errorf("bad body: HTTP %d %s; want 400 naming the line", res.code, res.raw)
+		}
+
+		// The live file gets the rest of its bytes.
+		appendFile(t, filepath.Join(dshRoot, "--e2e--", live.id, "session.jsonl"), live.body[len(firstHalf):])
+	})
+
+	t.Run("traces", func(t *testing.T) {
+		for _, turn := range want.turns {
+			wantTD := traceOf(turn)
+			id := turnengine.TraceID(turn.SessionID, turn.Number)
+			name := fmt.Sprintf("%s/turn-%d", turn.SessionID, turn.Number)
+			var diffs []string
+			poll(t, name+" in Jaeger", 60*time.Second, func() error {
+				got, err := jaegerTrace(ctx, jaegerQuery, id)
+				if err != nil {
+					return err
+				}
+				if got.SpanCount() < wantTD.SpanCount() {
+					return fmt.Errorf("%d of %d spans stored", got.SpanCount(), wantTD.SpanCount())
+				}
+				diffs = compareTrace(wantTD, got)
+				return nil
+			}, procs...)
+			for _, d := range diffs {
+				t.Errorf("%s (trace %s): %s", name, id, d)
+			}
+		}
+		services, err := jaegerServices(ctx, jaegerQuery)
+		if err != nil || !contains(services, turnengine.DefaultAgentName) {
+			t.Errorf("Jaeger services %v (%v): want the agent %q among them", services, err, turnengine.DefaultAgentName)
+		}
+	})
+
+	t.Run("span trees", func(t *testing.T) {
+		for _, o := range outlines {
+			id := turnengine.TraceID(o.session, o.turn)
+			got, err := jaegerTrace(ctx, jaegerQuery, id)
+			if err != nil {
+				t.Errorf("%s turn %d: %v", o.session, o.turn, err)
+				continue
+			}
+			if g := outline(got); g != o.tree {
+				t.Errorf("%s turn %d: span tree\n%s\nwant\n%s", o.session, o.turn, g, o.tree)
+			}
+		}
+	})
+
+	t.Run("metrics", func(t *testing.T) {
+		wantSeries := expectedSeries(want.metrics)
+		var diffs []string
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			got, err := storedSeries(ctx, promURL, exporterJob, wantSeries)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diffs = diffSeries(wantSeries, got); len(diffs) == 0 || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		for _, d := range diffs {
+			t.Error(d)
+		}
+		// The hand-checked facts behind the numbers.
+		for expr, min := range map[string]float64{
+			`sum(dsh_turns_total{dsh_turn_end_reason="error"})`:       2,
+			`sum(dsh_turns_total{dsh_turn_end_reason="aborted"})`:     2,
+			`sum(dsh_turns_total{dsh_turn_end_reason="max-tokens"})`:  2,
+			`sum(dsh_turns_total{dsh_turn_end_reason="interrupted"})`: 1,
+			`sum(dsh_turns_total{dsh_turn_end_reason="dangling"})`:    1,
+			`sum(dsh_tool_calls_total{dsh_tool_outcome="error"})`:     1,
+			`sum(dsh_usage_tokens_total{gen_ai_token_type="output"})`: 1,
+			`sum(dsh_turns_open)`: 0,
+		} {
+			res, err := promQuery(ctx, promURL, expr)
+			if err != nil || len(res) != 1 || res[0].value < min || (min == 0 && res[0].value != 0) {
+				t.Errorf("%s = %v (%v), want ≥ %v", expr, res, err, min)
+			}
+		}
+	})
+
+	t.Run("promtool check metrics", func(t *testing.T) {
+		for _, c := range []struct {
+			url  string
+			args []string
+		}{
+			{exporterURL, []string{"check", "metrics"}},                          // full lint: names, units, help
+			{selfURL, []string{"check", "metrics", "--extended", "--lint=none"}}, // v0.165 self-metrics have no _total by design
+		} {
+			code, body, err := get(ctx, c.url)
+			if err != nil || code != http.StatusOK {
+				t.Fatalf("GET %s: %d %v", c.url, code, err)
+			}
+			cmd := exec.Command(promtool, c.args...)
+			cmd.Stdin = bytes.NewReader(body)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Errorf("promtool %s < %s: %v\n%s", strings.Join(c.args, " "), c.url, err, out)
+			}
+		}
+	})
+
+	t.Run("exemplars", func(t *testing.T) {
+		// Histograms carry the trace and span id of what they measured, as
+		// exemplars of the flush after the turn closed. A probe session with
+		// current timestamps, posted once Prometheus scrapes, must leave its
+		// trace id in Prometheus's exemplar storage (replayed corpus times
+		// are older than what a series already holds, and Prometheus drops
+		// out-of-order exemplars).
+		poll(t, "first scrape", 30*time.Second, returnsSeries(ctx, `up{job="otelcol-dsh"} == 1`), procs...)
+		const probe = "e2e-exemplar-probe"
+		res := post(t, collectorHTTP+"/v1/sessions/"+probe+"/events", viaPost, shiftTimes(t, "../testdata/seed/sample.jsonl", time.Now()))
+		if res.code != http.StatusAccepted {
+			t.Fatalf("probe: HTTP %d %s", res.code, res.raw)
+		}
+		trace := turnengine.TraceID(probe, 1)
+		poll(t, "probe trace in Jaeger", 30*time.Second, func() error {
+			_, err := jaegerTrace(ctx, jaegerQuery, trace)
+			return err
+		}, procs...)
+		for _, m := range []string{"dsh_turn_duration_seconds_bucket", "gen_ai_client_operation_duration_seconds_bucket", "dsh_tool_duration_seconds_bucket"} {
+			poll(t, m+" exemplar of the probe turn", 30*time.Second, func() error {
+				return exemplarLinksTo(ctx, m, trace.String())
+			}, procs...)
+		}
+	})
+
+	t.Run("dashboard queries", func(t *testing.T) {
+		exprs, err := dashboardExprs(filepath.Join("..", "deploy", "grafana", "dshtrace-dashboard.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(exprs) < 20 {
+			t.Fatalf("only %d expressions in the dashboard", len(exprs))
+		}
+		for _, e := range exprs {
+			poll(t, "dashboard: "+e, 30*time.Second, returnsSeries(ctx, e), procs...)
+			poll(t, "dashboard selectors: "+e, 30*time.Second, selectsSeries(ctx, promURL, e), procs...)
+		}
+	})
+
+	t.Run("rules", func(t *testing.T) {
+		var rules []rule
+		start := time.Now()
+		poll(t, "every rule evaluated healthy", 30*time.Second, func() error {
+			var err error
+			if rules, err = promRules(ctx, promURL); err != nil {
+				return err
+			}
+			if len(rules) < 15 {
+				return fmt.Errorf("%d rules loaded", len(rules))
+			}
+			for _, r := range rules {
+				if r.Health != "ok" || r.LastEvaluation.Before(start) {
+					return fmt.Errorf("rule %s: health %q %s, last evaluated %v", r.Name, r.Health, r.LastError, r.LastEvaluation)
+				}
+			}
+			return nil
+		}, procs...)
+		for _, r := range rules {
+			q := r.Query
+			if r.Type == "alerting" {
+				if _, err := promQuery(ctx, promURL, q); err != nil {
+					t.Errorf("alert %s: %v", r.Name, err)
+				}
+				q = withBool(q)
+			}
+			poll(t, r.Type+" rule "+r.Name+": "+q, 30*time.Second, returnsSeries(ctx, q), procs...)
+			poll(t, r.Type+" rule "+r.Name+" selectors", 30*time.Second, selectsSeries(ctx, promURL, r.Query), procs...)
+			if r.Type == "recording" {
+				poll(t, "recorded series "+r.Name, 30*time.Second, returnsSeries(ctx, r.Name), procs...)
+			}
+		}
+	})
+
+	// A clean stop: every process exits on SIGTERM within its grace time.
+	for _, p := range []*process{prom, otelcol, jaeger} {
+		if err := p.stop(15 * time.Second); err != nil {
+			t.Errorf("%s: %v", p.name, err)
+		}
+	}
+	if strings.Contains(otelcol.output(), "panic:") {
+		t.Errorf("otelcol-dsh panicked:\n%s", otelcol.tail(60))
+	}
+}
+
+// writeSession puts a session file in the dsh layout under root.
+func writeSession(t *testing.T, root, id string, body []byte) {
+	t.Helper()
+	d := filepath.Join(root, "--e2e--", id)
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "session.jsonl"), body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func appendFile(t *testing.T, path string, b []byte) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.Write(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rows counts the complete non-empty lines of b.
+func rows(b []byte) int {
+	n := 0
+	for _, l := range bytes.SplitAfter(b, []byte("\n")) {
+		if bytes.HasSuffix(l, []byte("\n")) && len(bytes.TrimSpace(l)) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// postResult is the receiver's answer to a post.
+type postResult struct {
+	code                 int
+	raw                  string
+	Accepted, Duplicates int
+}
+
+// post sends body as NDJSON, compressed as via says.
+func post(t *testing.T, url, via string, body []byte) postResult {
+	t.Helper()
+	var buf bytes.Buffer
+	enc := ""
+	switch via {
+	case viaPostGzip:
+		enc = "gzip"
+		zw := gzip.NewWriter(&buf)
+		zw.Write(body)
+		zw.Close()
+	case viaPostZstd:
+		enc = "zstd"
+		zw, _ := zstd.NewWriter(&buf)
+		zw.Write(body)
+		zw.Close()
+	default:
+		buf.Write(body)
+	}
+	req, err := http.NewRequest(http.MethodPost, url, &buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-ndjson")
+	if enc != "" {
+		req.Header.Set("Content-Encoding", enc)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("POST %s: %v", url, err)
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	b.ReadFrom(resp.Body)
+	r := postResult{code: resp.StatusCode, raw: strings.TrimSpace(b.String())}
+	_ = json.Unmarshal(b.Bytes(), &r)
+	return r
+}
+
+var sessionEventReceiver = regexp.MustCompile(`(^|,)receiver="session_event(/[^"]*)?"`)
+
+var acceptedLine = regexp.MustCompile(`(?m)^otelcol_receiver_accepted_log_records(?:_total)?\{([^}]*)\} (\S+)`)
+
+// acceptedRecords sums the collector's self-metric of log records accepted
+// by the session_event receivers (all instances).
+func acceptedRecords(ctx context.Context) (float64, error) { return acceptedFrom(ctx, selfURL) }
+
+// acceptedFrom reads that self-metric from a collector's telemetry endpoint.
+func acceptedFrom(ctx context.Context, url string) (float64, error) {
+	code, body, err := get(ctx, url)
+	if err != nil {
+		return 0, err
+	}
+	if code != http.StatusOK {
+		return 0, fmt.Errorf("self-telemetry: HTTP %d", code)
+	}
+	var sum float64
+	for _, m := range acceptedLine.FindAllStringSubmatch(string(body), -1) {
+		if sessionEventReceiver.MatchString(m[1]) {
+			v, _ := strconv.ParseFloat(m[2], 64)
+			sum += v
+		}
+	}
+	return sum, nil
+}
+
+// returnsSeries is a poll check: expr parses and returns at least one series.
+func returnsSeries(ctx context.Context, expr string) func() error {
+	return func() error {
+		res, err := promQuery(ctx, promURL, expr)
+		if err != nil {
+			return err
+		}
+		if len(res) == 0 {
+			return errEmpty
+		}
+		return nil
+	}
+}
+
+// exemplarLinksTo checks that Prometheus stored an exemplar of a histogram
+// that names the trace (and a span in it).
+func exemplarLinksTo(ctx context.Context, metric, trace string) error {
+	u := fmt.Sprintf("%s/api/v1/query_exemplars?query=%s&start=0&end=%d", promURL, metric, time.Now().Add(time.Hour).Unix())
+	code, body, err := get(ctx, u)
+	if err != nil {
+		return err
+	}
+	var r struct {
+		Status string `json:"status"`
+		Data   []struct {
+			Exemplars []struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"exemplars"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &r); err != nil || r.Status != "success" {
+		return fmt.Errorf("query_exemplars: HTTP %d %v %s", code, err, body)
+	}
+	n := 0
+	for _, s := range r.Data {
+		for _, e := range s.Exemplars {
+			n++
+			if e.Labels["trace_id"] == trace && e.Labels["span_id"] != "" {
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("%d exemplars, none with trace_id %s", n, trace)
+}
+
+var timeField = regexp.MustCompile(`"time":(\d+)`)
+
+// shiftTimes reads a session log and moves its event times so that the
+// first one is now.
+func shiftTimes(t *testing.T, path string, now time.Time) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := timeField.FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("%s: no event time", path)
+	}
+	first, _ := strconv.ParseInt(string(m[1]), 10, 64)
+	offset := now.UnixMilli() - first
+	return timeField.ReplaceAllFunc(b, func(f []byte) []byte {
+		v, _ := strconv.ParseInt(string(timeField.FindSubmatch(f)[1]), 10, 64)
+		return []byte(`"time":` + strconv.FormatInt(v+offset, 10))
+	})
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
