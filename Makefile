@@ -4,7 +4,7 @@ SHARED   ?= ../shared
 BIN      := bin
 FUZZTIME ?= 5s
 
-.PHONY: all build run test vet fmt-check unit fuzz bench clean \
+.PHONY: all build run test vet fmt-check unit race fuzz bench clean \
 	tools generate check-generated otelcol-dsh demo e2e deploy-test
 
 all: build
@@ -20,7 +20,7 @@ run: otelcol-dsh
 
 # The full suite: vet and formatting, unit and corpus conformance tests,
 # then a brief pass of every fuzz target.
-test: fmt-check vet unit fuzz
+test: fmt-check vet unit race fuzz
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -32,10 +32,20 @@ vet:
 unit:
 	DSH_CORPUS=$(abspath $(SHARED))/dsh-corpus $(GO) test -count=1 ./...
 
+# The collector components again under the race detector.
+race:
+	DSH_CORPUS=$(abspath $(SHARED))/dsh-corpus $(GO) test -race -count=1 ./connector/... ./receiver/... ./exporter/... ./internal/logrecord/...
+
+# Every fuzz target of the module, each for FUZZTIME.
+FUZZ_PKGS ?= ./sessionlog ./receiver/sessionevent \
+	./exporter/sessionarchive/internal/archive ./exporter/sessionarchive/internal/layout
+
 fuzz:
-	@for t in $$($(GO) test -list '^Fuzz' ./sessionlog | grep '^Fuzz'); do \
-		echo "fuzz $$t ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) ./sessionlog || exit 1; \
+	@for p in $(FUZZ_PKGS); do \
+		for t in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
+			echo "fuzz $$p $$t ($(FUZZTIME))"; \
+			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
+		done; \
 	done
 
 bench:

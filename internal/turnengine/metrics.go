@@ -281,7 +281,9 @@ func reasonKind(t *Turn) string {
 }
 
 // AppendTo writes every series, cumulative, into sm at time now, with the
-// open-turns gauge, and clears the exemplars it wrote.
+// open-turns gauge. Each histogram point keeps its latest exemplars across
+// flushes (a scrape between two flushes still sees them); new observations
+// replace the oldest.
 func (m *Metrics) AppendTo(sm pmetric.ScopeMetrics, now time.Time, openTurns int) {
 	ts := pcommon.NewTimestampFromTime(now)
 	for _, d := range metricDefs {
@@ -333,7 +335,6 @@ func (m *Metrics) AppendTo(sm pmetric.ScopeMetrics, now time.Time, openTurns int
 					e.SetTimestamp(pcommon.Timestamp(ex.at))
 					e.SetDoubleValue(ex.value)
 				}
-				p.exemplars = p.exemplars[:0]
 			}
 		}
 	}
