@@ -27,6 +27,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
+	"github.com/dshtrace/dshtrace/internal/zstdframe"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -325,7 +326,7 @@ func endOffset(path string, isZstd bool) (int64, error) {
 	if isZstd {
 		var off int64
 		for off < size {
-			n, complete, err := frameSize(f, off, size)
+			n, complete, err := zstdframe.Size(f, off, size)
 			if err != nil || !complete {
 				break
 			}
@@ -502,7 +503,7 @@ func (t *tailer) readZstd(ctx context.Context, tf *tailedFile, f *os.File, size 
 	live := tf.live
 	batch := newFileBatch()
 	for live.pos < size && ctx.Err() == nil {
-		n, complete, err := frameSize(f, live.pos, size)
+		n, complete, err := zstdframe.Size(f, live.pos, size)
 		if err != nil {
 			next, found := nextFrame(f, live.pos+1, size)
 			if tf.garbageAt != live.pos {

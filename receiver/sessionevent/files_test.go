@@ -23,6 +23,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/dshtrace/dshtrace/internal/zstdframe"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 )
 
@@ -117,7 +118,7 @@ func frameEnds(t *testing.T, b []byte) []int64 {
 	var ends []int64
 	var off int64
 	for off < int64(len(b)) {
-		n, complete, err := frameSize(r, off, int64(len(b)))
+		n, complete, err := zstdframe.Size(r, off, int64(len(b)))
 		require.NoError(t, err)
 		require.True(t, complete)
 		off += n

@@ -3,7 +3,6 @@ package archive
 import (
 	"bufio"
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/dshtrace/dshtrace/internal/zstdframe"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -236,59 +236,6 @@ func walkFrames(f *os.File, size int64) []frame {
 }
 
 func frameSize(f *os.File, off, size int64) (int64, bool) {
-	hdr := make([]byte, 18) // magic, descriptor, window, dictionary id, content size
-	n, _ := f.ReadAt(hdr, off)
-	hdr = hdr[:n]
-	if len(hdr) < 8 {
-		return 0, false
-	}
-	magic := binary.LittleEndian.Uint32(hdr)
-	if magic&0xFFFFFFF0 == 0x184D2A50 { // skippable frame
-		total := 8 + int64(binary.LittleEndian.Uint32(hdr[4:]))
-		return total, off+total <= size
-	}
-	if magic != 0xFD2FB528 {
-		return 0, false
-	}
-	fhd := hdr[4]
-	single := fhd>>5&1 == 1
-	pos := int64(5)
-	if !single {
-		pos++
-	}
-	pos += [4]int64{0, 1, 2, 4}[fhd&3]
-	fcs := [4]int64{0, 2, 4, 8}[fhd>>6]
-	if fhd>>6 == 0 && single {
-		fcs = 1
-	}
-	pos += fcs
-	bh := make([]byte, 3)
-	for {
-		if off+pos+3 > size {
-			return 0, false
-		}
-		if _, err := f.ReadAt(bh, off+pos); err != nil {
-			return 0, false
-		}
-		v := uint32(bh[0]) | uint32(bh[1])<<8 | uint32(bh[2])<<16
-		pos += 3
-		switch v >> 1 & 3 {
-		case 0, 2: // raw, compressed
-			pos += int64(v >> 3)
-		case 1: // RLE
-			pos++
-		default:
-			return 0, false
-		}
-		if off+pos > size {
-			return 0, false
-		}
-		if v&1 == 1 {
-			break
-		}
-	}
-	if fhd>>2&1 == 1 {
-		pos += 4
-	}
-	return pos, off+pos <= size
+	n, complete, err := zstdframe.Size(f, off, size)
+	return n, err == nil && complete
 }

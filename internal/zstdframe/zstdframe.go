@@ -1,4 +1,7 @@
-package sessionevent
+// Package zstdframe measures the Zstandard frames of a dsh .jsonl.zstd
+// file without decompressing them, so readers and writers can work frame by
+// frame and checkpoint at frame boundaries.
+package zstdframe
 
 import (
 	"encoding/binary"
@@ -9,25 +12,24 @@ import (
 
 // A dsh .jsonl.zstd file is a concatenation of independent Zstandard
 // frames, each one durable append batch of whole rows (dsh-format §1.4).
-// The tailer decodes it frame by frame and checkpoints at frame boundaries,
-// so it needs each frame's compressed size before decoding it: frameSize
-// walks the frame header and block headers (RFC 8878 §3.1) without
-// decompressing anything.
+// Size walks a frame's header and block headers (RFC 8878 §3.1) to learn its
+// compressed size without decompressing anything.
 
 const (
-	zstdFrameMagic   = 0xFD2FB528
-	skippableMagic   = 0x184D2A50 // … 0x184D2A5F
-	skippableMask    = 0xFFFFFFF0
-	maxZstdFrameSize = 256 << 20 // a frame larger than this is treated as corrupt
+	zstdFrameMagic = 0xFD2FB528
+	skippableMagic = 0x184D2A50 // … 0x184D2A5F
+	skippableMask  = 0xFFFFFFF0
+	// MaxFrameSize bounds a frame: a larger one is treated as corrupt.
+	MaxFrameSize = 256 << 20 // a frame larger than this is treated as corrupt
 )
 
-// errNotFrame: the bytes at the offset start no zstd frame.
-var errNotFrame = errors.New("no zstd frame starts here")
+// ErrNotFrame: the bytes at the offset start no zstd frame.
+var ErrNotFrame = errors.New("no zstd frame starts here")
 
-// frameSize returns the compressed size of the frame starting at off in r,
+// Size returns the compressed size of the frame starting at off in r,
 // whose readable size is size. complete is false when the frame runs past
 // size: it is still being written (or torn), not corrupt.
-func frameSize(r io.ReaderAt, off, size int64) (n int64, complete bool, err error) {
+func Size(r io.ReaderAt, off, size int64) (n int64, complete bool, err error) {
 	var buf [18]byte
 	read := func(at int64, k int) ([]byte, bool, error) {
 		if at+int64(k) > size {
@@ -52,7 +54,7 @@ func frameSize(r io.ReaderAt, off, size int64) (n int64, complete bool, err erro
 		return n, off+n <= size, nil
 	}
 	if magic != zstdFrameMagic {
-		return 0, false, errNotFrame
+		return 0, false, ErrNotFrame
 	}
 	b, ok, err = read(off+4, 1)
 	if err != nil || !ok {
@@ -90,8 +92,8 @@ func frameSize(r io.ReaderAt, off, size int64) (n int64, complete bool, err erro
 		default:
 			return 0, false, fmt.Errorf("zstd block of reserved type at offset %d", pos)
 		}
-		if pos-off > maxZstdFrameSize {
-			return 0, false, fmt.Errorf("zstd frame at offset %d exceeds %d bytes", off, maxZstdFrameSize)
+		if pos-off > MaxFrameSize {
+			return 0, false, fmt.Errorf("zstd frame at offset %d exceeds %d bytes", off, MaxFrameSize)
 		}
 		if pos > size {
 			return 0, false, nil
