@@ -84,7 +84,7 @@ func (s *scratch) index(v jv) jv {
 		i = skipWS(raw, i)
 		vEnd := skipValue(raw, i)
 		ix.keys[ix.n] = key
-		ix.vals[ix.n] = gjson.Parse(raw[i:vEnd])
+		ix.vals[ix.n] = resultOf(raw[i:vEnd])
 		ix.n++
 		i = skipWS(raw, vEnd)
 		if i < len(raw) && raw[i] == ',' {
@@ -158,6 +158,28 @@ func skipValue(s string, i int) int {
 	return i
 }
 
+// resultOf views one validated JSON value without parsing numbers (they are
+// read from Raw when asked for) and without copying strings that have no
+// escapes.
+func resultOf(raw string) gjson.Result {
+	switch raw[0] {
+	case '"':
+		if strings.IndexByte(raw, '\\') < 0 {
+			return gjson.Result{Type: gjson.String, Raw: raw, Str: raw[1 : len(raw)-1]}
+		}
+		return gjson.Parse(raw)
+	case '{', '[':
+		return gjson.Result{Type: gjson.JSON, Raw: raw}
+	case 't':
+		return gjson.Result{Type: gjson.True, Raw: raw}
+	case 'f':
+		return gjson.Result{Type: gjson.False, Raw: raw}
+	case 'n':
+		return gjson.Result{Type: gjson.Null, Raw: raw}
+	}
+	return gjson.Result{Type: gjson.Number, Raw: raw}
+}
+
 // parseRow views a validated row. The bytes must stay unmodified while the
 // view and any string read through it are in use.
 func parseRow(b []byte) jv {
@@ -204,7 +226,40 @@ func (v jv) get1(key string) jv {
 	if v.r.Type != gjson.JSON {
 		return jv{}
 	}
-	return jv{r: v.r.Get(key)}
+	raw := v.r.Raw
+	if raw[0] == '[' {
+		n, err := strconv.Atoi(key)
+		if err != nil || n < 0 {
+			return jv{}
+		}
+		var out jv
+		k := 0
+		v.eachRaw(func(el string) bool {
+			if k == n {
+				out = jv{r: resultOf(el)}
+				return false
+			}
+			k++
+			return true
+		})
+		return out
+	}
+	// A direct scan of the members: no path syntax to parse.
+	i := skipWS(raw, 1)
+	for i < len(raw) && raw[i] != '}' {
+		kEnd := skipString(raw, i)
+		k := raw[i+1 : kEnd-1]
+		i = skipWS(raw, skipWS(raw, kEnd)+1)
+		vEnd := skipValue(raw, i)
+		if k == key || strings.IndexByte(k, '\\') >= 0 && gjson.Parse(raw[kEnd-len(k)-2:kEnd]).Str == key {
+			return jv{r: resultOf(raw[i:vEnd])}
+		}
+		i = skipWS(raw, vEnd)
+		if i < len(raw) && raw[i] == ',' {
+			i = skipWS(raw, i+1)
+		}
+	}
+	return jv{}
 }
 
 // Get looks up a member path: each key names an object member, or an array
