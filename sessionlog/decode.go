@@ -5,7 +5,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/valyala/fastjson"
 )
 
 // Default limits.
@@ -16,8 +15,8 @@ const (
 	// DefaultMaxDepth is the deepest JSON nesting accepted. Real rows stay
 	// far below it (a tool's JSON schema is the deepest thing dsh writes).
 	DefaultMaxDepth = 128
-	// maxParserDepth is the parser's own fixed limit; ours must stay below.
-	maxParserDepth = fastjson.MaxDepth - 1
+	// maxParserDepth bounds MaxDepth: deeper rows are never legitimate.
+	maxParserDepth = 1024
 )
 
 // Format is what the decoder knows of the input's dialect and version.

@@ -8,7 +8,6 @@ import (
 	"iter"
 	"slices"
 
-	"github.com/valyala/fastjson"
 )
 
 // Message is one message of the model-visible history (§7.4). It is a value
@@ -106,7 +105,6 @@ type node struct {
 // model-visible history, as dsh's deriveMessages does (§7). It keeps the
 // projected messages of the current surface, nothing else of the log.
 type Deriver struct {
-	parser  fastjson.Parser
 	surface []node
 	// calls maps the seq of each tool/call of the open step to its callId,
 	// so a seed-dialect result can name its call (it cites only the seq).
@@ -160,13 +158,9 @@ func (d *Deriver) History() History {
 	return History{msgs: msgs}
 }
 
-// envelope re-parses a row and returns its event record (inside any
-// wrapper). The value lives until the parser's next use.
-func envelope(p *fastjson.Parser, r *Row) *fastjson.Value {
-	v, err := p.ParseBytes(r.Bytes)
-	if err != nil {
-		return nil
-	}
+// envelope views a decoded row's event record (inside any wrapper).
+func envelope(r *Row) jv {
+	v := parseRow(r.Bytes)
 	switch r.Wrapper {
 	case WrapJSONRPC:
 		return v.Get("params", "event")
@@ -179,14 +173,14 @@ func envelope(p *fastjson.Parser, r *Row) *fastjson.Value {
 // project computes what a surface event shows the model (§7.4).
 func (d *Deriver) project(e *Event, f Format) node {
 	n := node{seq: e.Seq}
-	env := envelope(&d.parser, e.Row)
+	env := envelope(e.Row)
 	data := env.Get("data")
-	if data == nil {
+	if !data.ok() {
 		return n
 	}
 	msg := data
 	if e.Type != "user/message" {
-		if m := data.Get("message"); m != nil {
+		if m := data.Get("message"); m.ok() {
 			msg = m // else the earliest v0 shape: the message's fields in data
 		}
 	}
@@ -197,14 +191,14 @@ func (d *Deriver) project(e *Event, f Format) node {
 		m.role = "user"
 		m.content = jsonArray(content)
 	case "assistant/message":
-		if len(content.GetArray()) == 0 {
+		if content.arrayLen() == 0 {
 			return n // empty assistant content is kept for usage, never shown
 		}
 		m.role = "assistant"
 		m.content = jsonArray(content)
 		m.provider, m.model = e.Provider, e.Model
 	case "system/message":
-		if len(content.GetArray()) == 0 {
+		if content.arrayLen() == 0 {
 			return n
 		}
 		m.role = "system"
@@ -235,17 +229,14 @@ func (d *Deriver) project(e *Event, f Format) node {
 
 // jsonArray renders a content value as a JSON array; a bare string (seed
 // dialect) becomes one text block, anything absent an empty array.
-func jsonArray(v *fastjson.Value) string {
-	if v == nil {
-		return "[]"
+func jsonArray(v jv) string {
+	switch v.Type() {
+	case tString:
+		return textBlocks(v.GetStringBytes())
+	case tArray:
+		return v.r.Raw // as written: content is kept byte for byte
 	}
-	if v.Type() == fastjson.TypeString {
-		return textBlocks(string(v.GetStringBytes()))
-	}
-	if v.Type() != fastjson.TypeArray {
-		return "[]"
-	}
-	return string(v.MarshalTo(nil))
+	return "[]"
 }
 
 func textBlocks(s string) string {
@@ -260,9 +251,9 @@ func textBlocks(s string) string {
 // toolResultBlock renders a user-role tool result: the stored content when
 // it already is one tool-result block (v0–v3), else the content wrapped in
 // one (the seed dialect's bare string, the earliest v0 writers' raw list).
-func toolResultBlock(content *fastjson.Value, callID string, isError bool) string {
-	if arr := content.GetArray(); len(arr) == 1 && string(arr[0].GetStringBytes("type")) == "tool-result" {
-		return string(content.MarshalTo(nil))
+func toolResultBlock(content jv, callID string, isError bool) string {
+	if content.arrayLen() == 1 && content.GetStringBytes("0", "type") == "tool-result" {
+		return content.r.Raw
 	}
 	inner := json.RawMessage(jsonArray(content))
 	b, _ := json.Marshal([]any{struct {

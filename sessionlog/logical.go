@@ -1,10 +1,6 @@
 package sessionlog
 
-import (
-	"encoding/json"
-
-	"github.com/valyala/fastjson"
-)
+import "encoding/json"
 
 // LogicalJSON is the event as one logical envelope (§3): a bare event row
 // as it is, a wrapped event without its wrapper, and a packed row's member
@@ -16,9 +12,8 @@ func (e *Event) LogicalJSON() []byte {
 	case r.Kind == RowEvent && r.Wrapper == WrapNone:
 		return r.Bytes
 	case r.Kind == RowEvent:
-		var p fastjson.Parser
-		if v := envelope(&p, r); v != nil {
-			return v.MarshalTo(nil)
+		if v := envelope(r); v.ok() {
+			return v.MarshalTo(nil) // the inner event's bytes, exactly as received
 		}
 		return nil
 	case r.Kind == RowPacked:
@@ -30,9 +25,8 @@ func (e *Event) LogicalJSON() []byte {
 // packedMember rebuilds the assistant/chunk event a packed row's member
 // stands for.
 func packedMember(e *Event) []byte {
-	var p fastjson.Parser
-	v := envelope(&p, e.Row)
-	if v == nil {
+	v := envelope(e.Row)
+	if !v.ok() {
 		return nil
 	}
 	data := v.Get("data")
@@ -43,11 +37,11 @@ func packedMember(e *Event) []byte {
 	if e.Member >= len(members) {
 		return nil
 	}
-	text := string(members[e.Member].GetStringBytes())
+	text := members[e.Member].GetStringBytes()
 	chunk := map[string]any{"type": e.Chunk.Type, "index": e.Chunk.Index}
 	if e.Chunk.Type == "tool-call-delta" {
 		chunk["id"] = e.Chunk.ID
-		if data.Get("name") != nil {
+		if data.Get("name").ok() {
 			chunk["name"] = e.Chunk.Name
 		}
 		chunk["argumentsDelta"] = text
