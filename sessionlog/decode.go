@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
-
 )
 
 // Default limits.

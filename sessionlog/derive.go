@@ -7,7 +7,6 @@ import (
 	"io"
 	"iter"
 	"slices"
-
 )
 
 // Message is one message of the model-visible history (§7.4). It is a value
