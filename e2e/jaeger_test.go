@@ -165,8 +165,8 @@ func outline(td ptrace.Traces) string {
 	return b.String()
 }
 
-// spanKey orders spans that start at the same time: by step, then call id,
-// then name.
+// spanKey orders spans that start at the same time: by step, then name,
+// then attempt (a step's model calls), then call id.
 func spanKey(s ptrace.Span) string {
 	key := func(k string) string {
 		if v, ok := s.Attributes().Get(k); ok {
@@ -174,5 +174,5 @@ func spanKey(s ptrace.Span) string {
 		}
 		return ""
 	}
-	return key("dsh.step") + "\x00" + s.Name() + "\x00" + key("gen_ai.tool.call.id")
+	return key("dsh.step") + "\x00" + s.Name() + "\x00" + key("dsh.attempt") + "\x00" + key("gen_ai.tool.call.id")
 }
