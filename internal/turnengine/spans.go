@@ -167,14 +167,10 @@ func appendChat(spans ptrace.SpanSlice, t *Turn, st *Step, at *Attempt, trace pc
 	a.PutInt("dsh.turn", t.Number)
 	a.PutInt("dsh.step", st.Number)
 	a.PutInt("dsh.attempt", int64(at.Index))
-	if u := at.Usage; u != nil {
-		a.PutInt("gen_ai.usage.input_tokens", u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens)
-		a.PutInt("gen_ai.usage.output_tokens", u.OutputTokens)
-		a.PutInt("gen_ai.usage.cache_read.input_tokens", u.CacheReadTokens)
-		a.PutInt("gen_ai.usage.cache_creation.input_tokens", u.CacheWriteTokens)
-		if u.ReasoningTokens > 0 {
-			a.PutInt("dsh.usage.reasoning_tokens", u.ReasoningTokens)
-		}
+	if at.Usage != nil {
+		var tk Tokens
+		tk.add(at.Usage)
+		putUsageTotals(a, tk)
 	}
 	if at.FinishKind != "" {
 		a.PutEmptySlice("gen_ai.response.finish_reasons").AppendEmpty().SetStr(at.FinishKind)
