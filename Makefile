@@ -41,12 +41,7 @@ FUZZ_PKGS ?= ./sessionlog ./receiver/sessionevent \
 	./exporter/sessionarchive/internal/archive ./exporter/sessionarchive/internal/layout
 
 fuzz:
-	@for p in $(FUZZ_PKGS); do \
-		for t in $$($(GO) test -list '^Fuzz' $$p | grep '^Fuzz'); do \
-			echo "fuzz $$p $$t ($(FUZZTIME))"; \
-			$(GO) test -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME) $$p || exit 1; \
-		done; \
-	done
+	GO=$(GO) FUZZTIME=$(FUZZTIME) tools/fuzz.sh $(FUZZ_PKGS)
 
 bench:
 	./bench/codec.sh
