@@ -927,9 +927,11 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	// One pass over dt and one over the members: no slice of values.
 	dt := data.Get("dt")
 	var dts []int64
-	dtOK := dt.each(func(x jv) bool {
+	dtOK := true // every entry read (each's result only says dt is an array)
+	dt.each(func(x jv) bool {
 		n, err := x.Int64()
 		if err != nil || n > maxSafeInteger || n < -maxSafeInteger {
+			dtOK = false
 			return false
 		}
 		dts = append(dts, n)

@@ -256,6 +256,23 @@ func TestLosslessNumbers(t *testing.T) {
 	}
 }
 
+// TestPackedBadDt: a packed row whose dt holds something other than a safe
+// integer is PACKED_ROW_INVALID at the member that time would belong to
+// (the decoder used to run past the dt it had read and panic).
+func TestPackedBadDt(t *testing.T) {
+	for _, bad := range []string{"9007199254740992", "1.5", `"x"`, "null", "[1]"} {
+		b := []byte(`{"type":"text-chunks","seq0":7,"time0":1,"data":{"turn":1,"step":1,"index":0,"dt":[1,` + bad + `,2],"texts":["a","b","c","d"]}}`)
+		r, err := NewRowDecoder(0, 0).Decode(b, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []Violation{{Line: 1, Seq: 9, Code: CodePackedRowInvalid, Message: "dt[1] is not a safe integer"}}
+		if r.Kind != RowInvalid || len(r.Events) != 0 || !slices.Equal(r.Problems[:min(1, len(r.Problems))], want) {
+			t.Errorf("dt [1,%s,2]: kind %v, %d events, problems %v; want %v", bad, r.Kind, len(r.Events), r.Problems, want)
+		}
+	}
+}
+
 // TestHostileSources: sourceEventSeqs in every malformed shape is
 // SOURCES_INVALID; a range that would expand to billions of seqs is
 // refused without being expanded.
