@@ -938,8 +938,10 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 		return true
 	})
 	var lens []int
-	membersOK := data.Get(membersKey).eachRaw(func(m string) bool {
+	membersOK := true // every member a string (eachRaw's result only says the members are an array)
+	data.Get(membersKey).eachRaw(func(m string) bool {
 		if m[0] != '"' {
+			membersOK = false
 			return false
 		}
 		lens = append(lens, len(m)-2) // the encoded length: zero only for ""

@@ -273,6 +273,24 @@ func TestPackedBadDt(t *testing.T) {
 	}
 }
 
+// TestPackedNonStringMember: a packed row member that is not a string is
+// PACKED_ROW_INVALID at that member's seq, whatever dt holds (the decoder
+// used to drop the members from there on and decode the rest when dt
+// happened to fit them).
+func TestPackedNonStringMember(t *testing.T) {
+	for _, dt := range []string{"[]", "[1]", "[1,2]"} {
+		b := []byte(`{"type":"text-chunks","seq0":7,"time0":1,"data":{"turn":1,"step":1,"index":0,"dt":` + dt + `,"texts":["a",2,"c"]}}`)
+		r, err := NewRowDecoder(0, 0).Decode(b, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []Violation{{Line: 1, Seq: 8, Code: CodePackedRowInvalid, Message: "texts member 1 is not a string"}}
+		if r.Kind != RowInvalid || len(r.Events) != 0 || !slices.Equal(r.Problems, want) {
+			t.Errorf("dt %s: kind %v, %d events, problems %v; want %v", dt, r.Kind, len(r.Events), r.Problems, want)
+		}
+	}
+}
+
 // TestHostileSources: sourceEventSeqs in every malformed shape is
 // SOURCES_INVALID; a range that would expand to billions of seqs is
 // refused without being expanded.
