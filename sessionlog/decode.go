@@ -69,7 +69,6 @@ func (e *UnsupportedVersionError) Error() string {
 // state: the format learnt from the header or inferred from evidence, and
 // whether a header was seen. It is not safe for concurrent use.
 type RowDecoder struct {
-	sc          *scratch // the indexes of the Decode call under way
 	maxRowBytes int
 	maxDepth    int
 	format      Format
@@ -81,6 +80,9 @@ type RowDecoder struct {
 func NewRowDecoder(maxRowBytes, maxDepth int) *RowDecoder {
 	if maxRowBytes <= 0 {
 		maxRowBytes = DefaultMaxRowBytes
+	}
+	if uint64(maxRowBytes) > maxTapeRow {
+		maxRowBytes = int(uint64(maxTapeRowBytes))
 	}
 	if maxDepth <= 0 {
 		maxDepth = DefaultMaxDepth
@@ -118,26 +120,20 @@ func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 		r.problem(-1, CodeUTF8Invalid, fmt.Sprintf("row is not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b)))
 		return r, nil
 	}
-	syntax, lossless := checkJSON(b, d.maxDepth)
+	t := getTape()
+	defer putTape(t)
+	syntax, lossless := t.parse(b, d.maxDepth)
 	if syntax != nil {
 		r.Kind = RowInvalid
 		r.problem(-1, syntax.code, fmt.Sprintf("%s at byte %d", syntax.msg, syntax.offset))
 		return r, nil
 	}
-	v := parseRow(b)
+	v := t.root()
 	if v.Type() != tObject {
 		r.Kind = RowInvalid
 		r.problem(-1, CodeRowNotObject, fmt.Sprintf("row is a JSON %s, not an object", v.Type()))
 		return r, nil
 	}
-	sc := scratchPool.Get().(*scratch)
-	sc.used = 0
-	d.sc = sc
-	defer func() {
-		d.sc = nil
-		scratchPool.Put(sc)
-	}()
-	v = sc.index(v)
 	env := d.unwrap(r, v)
 	if !env.ok() {
 		return r, nil
@@ -194,7 +190,7 @@ func (d *RowDecoder) unwrap(r *Row, v jv) jv {
 			r.problem(-1, CodeWrapperInvalid, "session.event notification needs params.sessionId (string) and params.event (object)")
 			return jv{}
 		}
-		return d.sc.index(ev)
+		return ev
 	}
 	if !v.Get("method").ok() && v.Get("id").ok() && !v.Get("type").ok() && !v.Get("event").ok() {
 		// A JSON-RPC response or request without a method we track.
@@ -213,7 +209,7 @@ func (d *RowDecoder) unwrap(r *Row, v jv) jv {
 			r.problem(-1, CodeWrapperInvalid, "session_event line needs sessionId (string) and event (object)")
 			return jv{}
 		}
-		return d.sc.index(ev)
+		return ev
 	case "result":
 		r.Wrapper = WrapStreamJSON
 		r.Method = typ
@@ -230,7 +226,7 @@ func (d *RowDecoder) unwrap(r *Row, v jv) jv {
 			r.problem(-1, CodeWrapperInvalid, "{sessionId, event} line needs sessionId (string) and event (object)")
 			return jv{}
 		}
-		return d.sc.index(ev)
+		return ev
 	}
 	return v
 }
@@ -416,7 +412,7 @@ func (d *RowDecoder) decodeEnvelope(r *Row, e *Event, v jv) {
 		decodeSources(r, e, src)
 	}
 	if data.ok() && data.Type() == tObject {
-		d.decodeData(r, e, d.sc.index(data))
+		d.decodeData(r, e, data)
 	}
 }
 
@@ -474,7 +470,7 @@ func decodeSources(r *Row, e *Event, src jv) {
 		case tNumber:
 			n, err := el.Int64()
 			if err != nil || n < 0 || n > maxSafeInteger {
-				return bad("sourceEventSeqs element %s is not a seq", el.r.Raw)
+				return bad("sourceEventSeqs element %s is not a seq", el.raw())
 			}
 			out = append(out, n)
 		case tArray:
@@ -495,13 +491,13 @@ func decodeSources(r *Row, e *Event, src jv) {
 				return true
 			})
 			if !okPair || k != 2 {
-				return bad("sourceEventSeqs range %s must be [first, last] integers", el.r.Raw)
+				return bad("sourceEventSeqs range %s must be [first, last] integers", el.raw())
 			}
 			if first < 0 || first > last {
-				return bad("sourceEventSeqs range %s needs integers first ≤ last", el.r.Raw)
+				return bad("sourceEventSeqs range %s needs integers first ≤ last", el.raw())
 			}
 			if e.Seq >= 0 && last >= e.Seq {
-				return bad("sourceEventSeqs range %s reaches seq %d, not earlier than the event", el.r.Raw, last)
+				return bad("sourceEventSeqs range %s reaches seq %d, not earlier than the event", el.raw(), last)
 			}
 			if last-first+1 > int64(maxSourceSeqs-len(out)) {
 				return bad("sourceEventSeqs expands to more than %d seqs", maxSourceSeqs)
@@ -511,7 +507,7 @@ func decodeSources(r *Row, e *Event, src jv) {
 				out = append(out, n)
 			}
 		default:
-			return bad("sourceEventSeqs element %s is neither a seq nor a [first, last] range", el.r.Raw)
+			return bad("sourceEventSeqs element %s is neither a seq nor a [first, last] range", el.raw())
 		}
 		return true
 	})
@@ -636,7 +632,7 @@ func (d *RowDecoder) decodeData(r *Row, e *Event, data jv) {
 // which put the message's fields (content, callId, …) straight into data.
 func (d *RowDecoder) messageOf(data jv) jv {
 	if m := data.Get("message"); m.ok() {
-		return d.sc.index(m)
+		return m
 	}
 	return data
 }
@@ -834,7 +830,7 @@ func decodeStream(s jv) *Stream {
 				k++
 				at(t)
 				st.Chunks++
-				if !st.HasDelta && len(m.r.Str) > 0 {
+				if !st.HasDelta && m.strLen() > 0 {
 					st.FirstDeltaTime, st.HasDelta = t, true
 				}
 				return true
@@ -938,13 +934,13 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 		return true
 	})
 	var lens []int
-	membersOK := true // every member a string (eachRaw's result only says the members are an array)
-	data.Get(membersKey).eachRaw(func(m string) bool {
-		if m[0] != '"' {
+	membersOK := true
+	data.Get(membersKey).each(func(m jv) bool {
+		if m.Type() != tString {
 			membersOK = false
 			return false
 		}
-		lens = append(lens, len(m)-2) // the encoded length: zero only for ""
+		lens = append(lens, m.strLen()) // the encoded length: zero only for ""
 		return true
 	})
 	switch {

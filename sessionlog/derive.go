@@ -157,9 +157,16 @@ func (d *Deriver) History() History {
 	return History{msgs: msgs}
 }
 
-// envelope views a decoded row's event record (inside any wrapper).
-func envelope(r *Row) jv {
-	v := parseRow(r.Bytes)
+// envelope views a decoded row's event record (inside any wrapper),
+// parsing the row onto t; missing when the row is no JSON.
+func envelope(t *tape, r *Row) jv {
+	if uint64(len(r.Bytes)) > maxTapeRow {
+		return jv{}
+	}
+	if syntax, _ := t.parse(r.Bytes, maxParserDepth); syntax != nil {
+		return jv{}
+	}
+	v := t.root()
 	switch r.Wrapper {
 	case WrapJSONRPC:
 		return v.Get("params", "event")
@@ -172,7 +179,9 @@ func envelope(r *Row) jv {
 // project computes what a surface event shows the model (§7.4).
 func (d *Deriver) project(e *Event, f Format) node {
 	n := node{seq: e.Seq}
-	env := envelope(e.Row)
+	t := getTape()
+	defer putTape(t)
+	env := envelope(t, e.Row)
 	data := env.Get("data")
 	if !data.ok() {
 		return n
@@ -233,7 +242,7 @@ func jsonArray(v jv) string {
 	case tString:
 		return textBlocks(v.GetStringBytes())
 	case tArray:
-		return v.r.Raw // as written: content is kept byte for byte
+		return v.raw() // as written: content is kept byte for byte
 	}
 	return "[]"
 }
@@ -252,7 +261,7 @@ func textBlocks(s string) string {
 // one (the seed dialect's bare string, the earliest v0 writers' raw list).
 func toolResultBlock(content jv, callID string, isError bool) string {
 	if content.arrayLen() == 1 && content.GetStringBytes("0", "type") == "tool-result" {
-		return content.r.Raw
+		return content.raw()
 	}
 	inner := json.RawMessage(jsonArray(content))
 	b, _ := json.Marshal([]any{struct {

@@ -18,6 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/tidwall/gjson"
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 )
@@ -640,7 +641,11 @@ func fuzzCheckTail(t *testing.T, tail *Tail, plain []byte, unterminated bool) {
 
 // FuzzCheckJSON compares checkJSON with encoding/json on arbitrary bytes:
 // they agree on syntax for valid UTF-8 under the depth limit, and the
-// lossless issue is the first number dsh would not write.
+// lossless issue is the first number dsh would not write. It also holds
+// the tape parser to the checker it replaced (refCheckJSON: the same
+// issues), and, for valid JSON, its nodes to the text they index: walked
+// back into JSON they give encoding/json's compact form, and every string
+// reads as gjson (the reader used before) reads it.
 func FuzzCheckJSON(f *testing.F) {
 	for _, row := range fuzzSeedRows {
 		f.Add([]byte(row))
@@ -657,6 +662,10 @@ func FuzzCheckJSON(f *testing.F) {
 		const unlimited = 1 << 30
 		syntax, lossless := checkJSON(b, DefaultMaxDepth)
 		full, fullLossless := checkJSON(b, unlimited)
+		refSyntax, refLossless := refCheckJSON(b, DefaultMaxDepth)
+		if !reflect.DeepEqual(syntax, refSyntax) || !reflect.DeepEqual(lossless, refLossless) {
+			t.Fatalf("tape parse says %+v / %+v, the reference checker %+v / %+v for %q", syntax, lossless, refSyntax, refLossless, b)
+		}
 		for _, is := range []*jsonIssue{syntax, full} {
 			if is != nil && (is.offset < 0 || is.offset > len(b) || is.msg == "" ||
 				is.code != CodeJSONInvalid && is.code != CodeJSONTooDeep) {
@@ -700,6 +709,7 @@ func FuzzCheckJSON(f *testing.F) {
 		if !valid {
 			return
 		}
+		checkTape(t, b)
 		off, msg := firstNotLossless(t, b)
 		switch {
 		case fullLossless == nil && off >= 0:
@@ -752,4 +762,66 @@ func firstNotLossless(t *testing.T, b []byte) (int, string) {
 			return off, "-0"
 		}
 	}
+}
+
+// checkTape parses valid JSON onto a tape and checks the nodes against the
+// text: the walk of the nodes rebuilds encoding/json's compact form, every
+// string (keys included) unescapes as gjson unescapes it, and next links
+// each value to the one after it.
+func checkTape(t *testing.T, b []byte) {
+	t.Helper()
+	tp := &tape{}
+	if syntax, _ := tp.parse(b, 1<<30); syntax != nil {
+		t.Fatalf("tape rejects valid JSON %q: %+v", b, syntax)
+	}
+	var want bytes.Buffer
+	if err := json.Compact(&want, b); err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	end := tapeWalk(t, tp, 0, &got)
+	if end != uint32(len(tp.nodes)) || got.String() != want.String() {
+		t.Fatalf("tape of %q walks to %q (%d of %d nodes), want %q", b, got.String(), end, len(tp.nodes), want.String())
+	}
+	for i, n := range tp.nodes {
+		if n.typ != tString {
+			continue
+		}
+		raw := tp.s[n.start-1 : n.end+1]
+		if s, want := tp.str(uint32(i)), gjson.Parse(raw).Str; s != want {
+			t.Fatalf("string %s reads %q, gjson %q", raw, s, want)
+		}
+	}
+}
+
+// tapeWalk writes the value at node i as compact JSON and returns the node
+// after it, checking next on the way.
+func tapeWalk(t *testing.T, tp *tape, i uint32, out *strings.Builder) uint32 {
+	n := tp.nodes[i]
+	switch n.typ {
+	case tObject, tArray:
+		out.WriteByte(tp.s[n.start])
+		k := i + 1
+		for first := true; k < n.next; first = false {
+			if !first {
+				out.WriteByte(',')
+			}
+			if n.typ == tObject {
+				out.WriteString(jv{tp, k}.raw())
+				out.WriteByte(':')
+				k++
+			}
+			k = tapeWalk(t, tp, k, out)
+		}
+		if k != n.next {
+			t.Fatalf("container at byte %d: members end at node %d, next is %d", n.start, k, n.next)
+		}
+		out.WriteByte(tp.s[n.end-1])
+	default:
+		if n.next != i+1 {
+			t.Fatalf("scalar node %d: next %d", i, n.next)
+		}
+		out.WriteString(jv{tp, i}.raw())
+	}
+	return n.next
 }

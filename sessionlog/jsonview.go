@@ -2,28 +2,24 @@ package sessionlog
 
 import (
 	"strconv"
-	"strings"
-	"sync"
-	"unsafe"
-
-	"github.com/tidwall/gjson"
+	"unicode/utf16"
+	"unicode/utf8"
 )
 
-// jv is a read-only view of one JSON value inside a row that checkJSON has
-// already validated. Lookups scan the row's bytes in place (no tree is
-// built); the objects the decoder reads many members of are indexed once,
-// in a single pass, so their large members (message content, tool
-// schemas) are skipped once rather than once per lookup.
+// jv is a read-only view of one JSON value of a row parsed onto a tape. A
+// lookup steps over the nodes of the object's members (no bytes are
+// scanned again); strings without escapes are returned as views of the
+// row, numbers are read from their text only when asked for.
 //
-// Strings read through a jv share the row's memory: Row.Bytes are never
-// modified after decoding, which is what makes that safe.
+// The zero jv is a missing value. A jv is valid while its tape holds its
+// row; strings read through it stay valid as long as the row's bytes.
 type jv struct {
-	r  gjson.Result
-	ix *objIndex
+	t *tape
+	i uint32
 }
 
 // jtype is the kind of a JSON value.
-type jtype int
+type jtype uint8
 
 const (
 	tNull jtype = iota
@@ -39,234 +35,78 @@ func (t jtype) String() string {
 	return [...]string{"null", "object", "array", "string", "number", "true", "false"}[t]
 }
 
-// maxIndexed is how many members of an object an index holds; further
-// members are found by scanning.
-const maxIndexed = 32
-
-type objIndex struct {
-	n    int
-	more bool
-	keys [maxIndexed]string
-	vals [maxIndexed]gjson.Result
-}
-
-// scratch holds the indexes of one Decode call.
-type scratch struct {
-	used int
-	ix   [6]objIndex
-}
-
-var scratchPool = sync.Pool{New: func() any { return new(scratch) }}
-
-// index returns v with its members indexed, when v is an object and the
-// scratch has room.
-func (s *scratch) index(v jv) jv {
-	if v.Type() != tObject || s.used == len(s.ix) {
-		return v
-	}
-	ix := &s.ix[s.used]
-	s.used++
-	ix.n, ix.more = 0, false
-	raw := v.r.Raw
-	i := skipWS(raw, 1) // past '{'
-	for i < len(raw) && raw[i] != '}' {
-		if ix.n == maxIndexed {
-			ix.more = true
-			break
-		}
-		// The row passed checkJSON: a key string, ':', a value, then ',' or '}'.
-		kEnd := skipString(raw, i)
-		key := raw[i+1 : kEnd-1]
-		if strings.IndexByte(key, '\\') >= 0 {
-			key = gjson.Parse(raw[i:kEnd]).Str
-		}
-		i = skipWS(raw, kEnd) + 1 // past ':'
-		i = skipWS(raw, i)
-		vEnd := skipValue(raw, i)
-		ix.keys[ix.n] = key
-		ix.vals[ix.n] = resultOf(raw[i:vEnd])
-		ix.n++
-		i = skipWS(raw, vEnd)
-		if i < len(raw) && raw[i] == ',' {
-			i = skipWS(raw, i+1)
-		}
-	}
-	v.ix = ix
-	return v
-}
-
-func skipWS(s string, i int) int {
-	for i < len(s) && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// skipString returns the index just past the string starting at s[i] == '"'.
-func skipString(s string, i int) int {
-	i++
-	for {
-		j := strings.IndexByte(s[i:], '"')
-		if j < 0 {
-			return len(s)
-		}
-		i += j
-		// Count the backslashes before the quote: an even number closes.
-		k := i - 1
-		for k >= 0 && s[k] == '\\' {
-			k--
-		}
-		i++
-		if (i-2-k)%2 == 0 {
-			return i
-		}
-	}
-}
-
-// skipValue returns the index just past the JSON value starting at s[i],
-// which checkJSON has validated.
-func skipValue(s string, i int) int {
-	switch s[i] {
-	case '"':
-		return skipString(s, i)
-	case '{', '[':
-		depth := 0
-		for i < len(s) {
-			switch s[i] {
-			case '"':
-				i = skipString(s, i)
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					return i + 1
-				}
-			}
-			i++
-		}
-		return i
-	}
-	for i < len(s) {
-		switch s[i] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return i
-		}
-		i++
-	}
-	return i
-}
-
-// resultOf views one validated JSON value without parsing numbers (they are
-// read from Raw when asked for) and without copying strings that have no
-// escapes.
-func resultOf(raw string) gjson.Result {
-	switch raw[0] {
-	case '"':
-		if strings.IndexByte(raw, '\\') < 0 {
-			return gjson.Result{Type: gjson.String, Raw: raw, Str: raw[1 : len(raw)-1]}
-		}
-		return gjson.Parse(raw)
-	case '{', '[':
-		return gjson.Result{Type: gjson.JSON, Raw: raw}
-	case 't':
-		return gjson.Result{Type: gjson.True, Raw: raw}
-	case 'f':
-		return gjson.Result{Type: gjson.False, Raw: raw}
-	case 'n':
-		return gjson.Result{Type: gjson.Null, Raw: raw}
-	}
-	return gjson.Result{Type: gjson.Number, Raw: raw}
-}
-
-// parseRow views a validated row. The bytes must stay unmodified while the
-// view and any string read through it are in use.
-func parseRow(b []byte) jv {
-	if len(b) == 0 {
-		return jv{}
-	}
-	return jv{r: gjson.Parse(unsafe.String(&b[0], len(b)))}
-}
-
-// ok reports whether the value exists (fastjson's non-nil).
-func (v jv) ok() bool { return v.r.Exists() }
+// ok reports whether the value exists.
+func (v jv) ok() bool { return v.t != nil }
 
 // Type is the value's kind; a missing value is null.
 func (v jv) Type() jtype {
-	switch v.r.Type {
-	case gjson.String:
-		return tString
-	case gjson.Number:
-		return tNumber
-	case gjson.True:
-		return tTrue
-	case gjson.False:
-		return tFalse
-	case gjson.JSON:
-		if len(v.r.Raw) > 0 && v.r.Raw[0] == '[' {
-			return tArray
-		}
-		return tObject
+	if v.t == nil {
+		return tNull
 	}
-	return tNull
+	return v.t.nodes[v.i].typ
+}
+
+// raw is the value's JSON text, exactly as in the row ("" when missing).
+func (v jv) raw() string {
+	if v.t == nil {
+		return ""
+	}
+	n := &v.t.nodes[v.i]
+	if n.typ == tString {
+		return v.t.s[n.start-1 : n.end+1]
+	}
+	return v.t.s[n.start:n.end]
+}
+
+// str is a string node's text, unescaped.
+func (t *tape) str(i uint32) string {
+	n := &t.nodes[i]
+	if n.esc {
+		return unescape(t.s[n.start:n.end])
+	}
+	return t.s[n.start:n.end]
+}
+
+// keyIs reports whether the key node i names key.
+func (t *tape) keyIs(i uint32, key string) bool {
+	n := &t.nodes[i]
+	if !n.esc {
+		return t.s[n.start:n.end] == key
+	}
+	// Unescaping never lengthens a string.
+	return int(n.end-n.start) >= len(key) && unescape(t.s[n.start:n.end]) == key
 }
 
 func (v jv) get1(key string) jv {
-	if v.ix != nil {
-		for i := 0; i < v.ix.n; i++ {
-			if v.ix.keys[i] == key {
-				return jv{r: v.ix.vals[i]}
+	t := v.t
+	n := &t.nodes[v.i]
+	switch n.typ {
+	case tObject:
+		for k := v.i + 1; k < n.next; k = t.nodes[k+1].next {
+			if t.keyIs(k, key) {
+				return jv{t, k + 1}
 			}
 		}
-		if !v.ix.more {
+	case tArray:
+		idx, err := strconv.Atoi(key)
+		if err != nil || idx < 0 {
 			return jv{}
 		}
-	}
-	if v.r.Type != gjson.JSON {
-		return jv{}
-	}
-	raw := v.r.Raw
-	if raw[0] == '[' {
-		n, err := strconv.Atoi(key)
-		if err != nil || n < 0 {
-			return jv{}
-		}
-		var out jv
-		k := 0
-		v.eachRaw(func(el string) bool {
-			if k == n {
-				out = jv{r: resultOf(el)}
-				return false
+		for k := v.i + 1; k < n.next; k = t.nodes[k].next {
+			if idx == 0 {
+				return jv{t, k}
 			}
-			k++
-			return true
-		})
-		return out
-	}
-	// A direct scan of the members: no path syntax to parse.
-	i := skipWS(raw, 1)
-	for i < len(raw) && raw[i] != '}' {
-		kEnd := skipString(raw, i)
-		k := raw[i+1 : kEnd-1]
-		i = skipWS(raw, skipWS(raw, kEnd)+1)
-		vEnd := skipValue(raw, i)
-		if k == key || strings.IndexByte(k, '\\') >= 0 && gjson.Parse(raw[kEnd-len(k)-2:kEnd]).Str == key {
-			return jv{r: resultOf(raw[i:vEnd])}
-		}
-		i = skipWS(raw, vEnd)
-		if i < len(raw) && raw[i] == ',' {
-			i = skipWS(raw, i+1)
+			idx--
 		}
 	}
 	return jv{}
 }
 
-// Get looks up a member path: each key names an object member, or an array
-// element by its decimal index.
+// Get looks up a member path: each key names an object member (the first
+// of that name), or an array element by its decimal index.
 func (v jv) Get(keys ...string) jv {
 	for _, k := range keys {
-		if !v.ok() {
+		if v.t == nil {
 			return jv{}
 		}
 		v = v.get1(k)
@@ -274,29 +114,39 @@ func (v jv) Get(keys ...string) jv {
 	return v
 }
 
-// GetStringBytes is the string at the path, or "" for anything else.
-func (v jv) GetStringBytes(keys ...string) string {
-	w := v.Get(keys...)
-	if w.r.Type != gjson.String {
+// String is the value's text when it is a string, else "".
+func (v jv) String() string {
+	if v.t == nil || v.t.nodes[v.i].typ != tString {
 		return ""
 	}
-	return w.r.Str
+	return v.t.str(v.i)
+}
+
+// strLen is the length of a string value's JSON text between the quotes
+// (zero exactly when the string is empty); 0 for anything else.
+func (v jv) strLen() int {
+	if v.t == nil || v.t.nodes[v.i].typ != tString {
+		return 0
+	}
+	n := &v.t.nodes[v.i]
+	return int(n.end - n.start)
+}
+
+// GetStringBytes is the string at the path, or "" for anything else.
+func (v jv) GetStringBytes(keys ...string) string {
+	return v.Get(keys...).String()
 }
 
 // GetBool is the boolean at the path (false for anything else).
 func (v jv) GetBool(keys ...string) bool {
-	return v.Get(keys...).r.Type == gjson.True
+	return v.Get(keys...).Type() == tTrue
 }
 
 // GetArray is the array at the path, or nil.
 func (v jv) GetArray(keys ...string) []jv {
-	w := v.Get(keys...)
-	if w.Type() != tArray {
-		return nil
-	}
 	var out []jv
-	w.r.ForEach(func(_, el gjson.Result) bool {
-		out = append(out, jv{r: el})
+	v.Get(keys...).each(func(el jv) bool {
+		out = append(out, el)
 		return true
 	})
 	return out
@@ -308,45 +158,28 @@ func (v jv) each(f func(el jv) bool) bool {
 	if v.Type() != tArray {
 		return false
 	}
-	v.r.ForEach(func(_, el gjson.Result) bool { return f(jv{r: el}) })
-	return true
-}
-
-// eachRaw calls f with the JSON text of each element of an array, in
-// order, until f returns false, without decoding the elements; it reports
-// whether v is an array.
-func (v jv) eachRaw(f func(raw string) bool) bool {
-	if v.Type() != tArray {
-		return false
-	}
-	raw := v.r.Raw
-	i := skipWS(raw, 1)
-	for i < len(raw) && raw[i] != ']' {
-		end := skipValue(raw, i)
-		if !f(raw[i:end]) {
-			return true
-		}
-		i = skipWS(raw, end)
-		if i < len(raw) && raw[i] == ',' {
-			i = skipWS(raw, i+1)
+	t := v.t
+	end := t.nodes[v.i].next
+	for k := v.i + 1; k < end; k = t.nodes[k].next {
+		if !f(jv{t, k}) {
+			break
 		}
 	}
 	return true
 }
 
-// arrayLen counts an array's elements without materializing them.
+// arrayLen counts an array's elements (0 for anything else).
 func (v jv) arrayLen() int {
-	n := 0
-	v.eachRaw(func(string) bool { n++; return true })
-	return n
-}
-
-// Array is the value's elements, or an error when it is no array.
-func (v jv) Array() ([]jv, error) {
 	if v.Type() != tArray {
-		return nil, errNotArray
+		return 0
 	}
-	return v.GetArray(), nil
+	t := v.t
+	c := 0
+	end := t.nodes[v.i].next
+	for k := v.i + 1; k < end; k = t.nodes[k].next {
+		c++
+	}
+	return c
 }
 
 type jsonError string
@@ -354,7 +187,6 @@ type jsonError string
 func (e jsonError) Error() string { return string(e) }
 
 const (
-	errNotArray  jsonError = "not an array"
 	errNotInt    jsonError = "not an integer"
 	errNotBool   jsonError = "not a boolean"
 	errNotNumber jsonError = "not a number"
@@ -362,14 +194,36 @@ const (
 
 // Int64 is the value as an exact integer; a fraction or exponent is an error.
 func (v jv) Int64() (int64, error) {
-	if v.r.Type != gjson.Number {
+	if v.Type() != tNumber {
 		return 0, errNotNumber
 	}
-	n, err := strconv.ParseInt(v.r.Raw, 10, 64)
+	n := &v.t.nodes[v.i]
+	s := v.t.s[n.start:n.end]
+	// Up to 18 digits cannot overflow; checked JSON has no '+' and no
+	// leading zeros.
+	d := s
+	if d[0] == '-' {
+		d = d[1:]
+	}
+	if len(d) <= 18 {
+		var x int64
+		for i := 0; i < len(d); i++ {
+			c := d[i]
+			if c < '0' || c > '9' {
+				return 0, errNotInt
+			}
+			x = x*10 + int64(c-'0')
+		}
+		if s[0] == '-' {
+			x = -x
+		}
+		return x, nil
+	}
+	x, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		return 0, errNotInt
 	}
-	return n, nil
+	return x, nil
 }
 
 // Int is Int64 as an int.
@@ -380,17 +234,17 @@ func (v jv) Int() (int, error) {
 
 // Bool is the value as a boolean.
 func (v jv) Bool() (bool, error) {
-	switch v.r.Type {
-	case gjson.True:
+	switch v.Type() {
+	case tTrue:
 		return true, nil
-	case gjson.False:
+	case tFalse:
 		return false, nil
 	}
 	return false, errNotBool
 }
 
 // MarshalTo appends the value's JSON text, exactly as in the row.
-func (v jv) MarshalTo(dst []byte) []byte { return append(dst, v.r.Raw...) }
+func (v jv) MarshalTo(dst []byte) []byte { return append(dst, v.raw()...) }
 
 // object is an object value's members.
 type object struct{ v jv }
@@ -398,20 +252,85 @@ type object struct{ v jv }
 // GetObject views the value as an object.
 func (v jv) GetObject() object { return object{v} }
 
-// Visit calls f for each member in order.
+// Visit calls f for each member in order, with its key unescaped.
 func (o object) Visit(f func(k string, v jv)) {
 	if o.v.Type() != tObject {
 		return
 	}
-	o.v.r.ForEach(func(k, val gjson.Result) bool {
-		f(k.Str, jv{r: val})
-		return true
-	})
+	t := o.v.t
+	end := t.nodes[o.v.i].next
+	for k := o.v.i + 1; k < end; k = t.nodes[k+1].next {
+		f(t.str(k), jv{t, k + 1})
+	}
 }
 
 // Len is the number of members.
 func (o object) Len() int {
-	n := 0
-	o.Visit(func(string, jv) { n++ })
-	return n
+	if o.v.Type() != tObject {
+		return 0
+	}
+	t := o.v.t
+	c := 0
+	end := t.nodes[o.v.i].next
+	for k := o.v.i + 1; k < end; k = t.nodes[k+1].next {
+		c++
+	}
+	return c
+}
+
+// unescape decodes the text of a checked JSON string (between its quotes)
+// as the gjson reader this package used before did, byte for byte: a \u
+// escape of a lone surrogate becomes U+FFFD, a surrogate pair one rune.
+func unescape(s string) string {
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' {
+			out = append(out, c)
+			continue
+		}
+		i++
+		switch s[i] {
+		case 'b':
+			out = append(out, '\b')
+		case 'f':
+			out = append(out, '\f')
+		case 'n':
+			out = append(out, '\n')
+		case 'r':
+			out = append(out, '\r')
+		case 't':
+			out = append(out, '\t')
+		case 'u':
+			r := hex4(s[i+1:])
+			i += 4
+			if r >= 0xD800 && r < 0xDC00 && len(s)-i > 6 && s[i+1] == '\\' && s[i+2] == 'u' {
+				if r2 := hex4(s[i+3:]); r2 >= 0xDC00 && r2 < 0xE000 {
+					r = utf16.DecodeRune(r, r2)
+					i += 6
+				}
+			}
+			out = utf8.AppendRune(out, r)
+		default: // '"', '\\', '/'
+			out = append(out, s[i])
+		}
+	}
+	return string(out)
+}
+
+// hex4 is the value of four hex digits (checked by the parser).
+func hex4(s string) rune {
+	var r rune
+	for _, c := range []byte(s[:4]) {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		default:
+			c -= 'A' - 10
+		}
+		r = r<<4 | rune(c)
+	}
+	return r
 }

@@ -12,7 +12,9 @@ func (e *Event) LogicalJSON() []byte {
 	case r.Kind == RowEvent && r.Wrapper == WrapNone:
 		return r.Bytes
 	case r.Kind == RowEvent:
-		if v := envelope(r); v.ok() {
+		t := getTape()
+		defer putTape(t)
+		if v := envelope(t, r); v.ok() {
 			return v.MarshalTo(nil) // the inner event's bytes, exactly as received
 		}
 		return nil
@@ -25,7 +27,9 @@ func (e *Event) LogicalJSON() []byte {
 // packedMember rebuilds the assistant/chunk event a packed row's member
 // stands for.
 func packedMember(e *Event) []byte {
-	v := envelope(e.Row)
+	t := getTape()
+	defer putTape(t)
+	v := envelope(t, e.Row)
 	if !v.ok() {
 		return nil
 	}

@@ -1,0 +1,321 @@
+package sessionlog
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+	"math/bits"
+	"sync"
+	"unsafe"
+)
+
+// A tape is one row parsed in a single pass: the pass that checks the row
+// is strict RFC 8259 JSON (checkJSON's rules) also records every value as a
+// node, in document order, so that the decoder's lookups walk the nodes
+// instead of scanning the row's bytes again.
+//
+// An object's node is followed by its members, each a key node (a string)
+// then the value's nodes; an array's node by its elements' nodes. Every
+// node knows where the nodes of the value after it start (next), so a
+// lookup steps from member to member without looking inside them.
+//
+// Nodes hold offsets into the row, never copies: strings read through a
+// tape share the row's memory, which is safe because Row.Bytes are never
+// modified after decoding. The tape itself is scratch: it is reused for the
+// next row, so nothing may keep a node or a jv past the decoding of its row.
+type tape struct {
+	s     string // the row, viewed as a string
+	nodes []tnode
+	stack []uint32 // the open containers' nodes while parsing
+}
+
+// tnode is one JSON value of a row (or an object member's key).
+type tnode struct {
+	// start and end delimit the value in the row: for a string the text
+	// between its quotes, for anything else the whole value.
+	start, end uint32
+	// next is the index of the first node after this value (after all of
+	// a container's contents).
+	next uint32
+	typ  jtype
+	// esc: a string with backslash escapes (its text must be unescaped).
+	esc bool
+}
+
+// maxTapeRow is the longest row a tape can index (node offsets are 32
+// bits). Limits above it are lowered to it (NewRowDecoder); a row that
+// long would need tens of gigabytes of memory to decode anyway.
+const maxTapeRow = math.MaxUint32 - 1
+
+// maxTapeRowBytes is maxTapeRow as a variable, so that lowering an int to
+// it compiles where int has 32 bits (there it never applies).
+var maxTapeRowBytes uint64 = maxTapeRow
+
+// maxPooledNodes bounds the tapes kept for reuse: one grown by a huge row
+// is left to the garbage collector.
+const maxPooledNodes = 1 << 16
+
+var tapePool = sync.Pool{New: func() any { return new(tape) }}
+
+func getTape() *tape { return tapePool.Get().(*tape) }
+
+func putTape(t *tape) {
+	t.s = ""
+	if cap(t.nodes) > maxPooledNodes {
+		t.nodes = nil
+	}
+	if cap(t.stack) > maxParserDepth {
+		t.stack = nil
+	}
+	tapePool.Put(t)
+}
+
+// root is the row's top-level value; parse must have succeeded.
+func (t *tape) root() jv { return jv{t: t} }
+
+const (
+	lo8 = 0x0101010101010101
+	hi8 = 0x8080808080808080
+)
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// parse checks that b holds exactly one RFC 8259 JSON value nested at most
+// maxDepth deep and records it on the tape, in one pass without recursion.
+// UTF-8 is checked by the caller (only strings may hold non-ASCII bytes,
+// and there any byte ≥ 0x20 other than '"' and '\' is taken as it is).
+//
+// It returns the first syntax issue (fatal for the row) and, separately,
+// the first lossless issue (a violation only): exactly what the plain
+// checker this pass replaced returned, offsets and messages included. The
+// nodes are meaningful only when syntax is nil. len(b) must not exceed
+// maxTapeRow.
+func (t *tape) parse(b []byte, maxDepth int) (syntax, lossless *jsonIssue) {
+	t.s = unsafe.String(unsafe.SliceData(b), len(b))
+	nodes := t.nodes[:0]
+	stack := t.stack[:0]
+	n := len(b)
+	var (
+		c     byte
+		end   int
+		esc   bool
+		off   int
+		msg   string
+		start int
+		isInt bool
+		top   uint32
+	)
+	i := skipSpace(b, 0)
+	if i >= n {
+		syntax = &jsonIssue{code: CodeJSONInvalid, offset: i, msg: "empty row"}
+		goto done
+	}
+
+value:
+	if i < n && b[i] <= ' ' {
+		i = skipSpace(b, i)
+	}
+	if i >= n {
+		syntax = &jsonIssue{code: CodeJSONInvalid, offset: n, msg: "unexpected end of row, a value is missing"}
+		goto done
+	}
+	c = b[i]
+	switch {
+	case c == '"':
+		end, esc, msg, off = scanString(b, i)
+		if msg != "" {
+			syntax = &jsonIssue{code: CodeJSONInvalid, offset: off, msg: msg}
+			goto done
+		}
+		nodes = append(nodes, tnode{start: uint32(i + 1), end: uint32(end), next: uint32(len(nodes) + 1), typ: tString, esc: esc})
+		i = end + 1
+	case c == '{' || c == '[':
+		if len(stack) >= maxDepth {
+			syntax = &jsonIssue{code: CodeJSONTooDeep, offset: i,
+				msg: fmt.Sprintf("JSON nesting deeper than %d levels", maxDepth)}
+			goto done
+		}
+		stack = append(stack, uint32(len(nodes)))
+		if c == '{' {
+			nodes = append(nodes, tnode{start: uint32(i), typ: tObject})
+		} else {
+			nodes = append(nodes, tnode{start: uint32(i), typ: tArray})
+		}
+		i++
+		if i < n && b[i] <= ' ' {
+			i = skipSpace(b, i)
+		}
+		if i < n && b[i] == c+2 { // '{'+2 is '}', '['+2 is ']'
+			top = stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			nodes[top].end = uint32(i + 1)
+			nodes[top].next = uint32(len(nodes))
+			i++
+			goto after
+		}
+		if c == '[' {
+			goto value
+		}
+		goto key
+	case c == '-' || c >= '0' && c <= '9':
+		start = i
+		isInt, msg = scanNumber(b, &i)
+		if msg != "" {
+			syntax = &jsonIssue{code: CodeJSONInvalid, offset: i, msg: msg}
+			goto done
+		}
+		// Integers of up to 15 characters other than -0 are always lossless.
+		if lossless == nil && (!isInt || i-start >= 16 || i-start == 2 && c == '-' && b[start+1] == '0') {
+			if m := numberLossless(b[start:i], isInt); m != "" {
+				lossless = &jsonIssue{code: CodeNotLossless, offset: start, msg: m}
+			}
+		}
+		nodes = append(nodes, tnode{start: uint32(start), end: uint32(i), next: uint32(len(nodes) + 1), typ: tNumber})
+	case c == 't' && hasLit(b, i, "true"):
+		nodes = append(nodes, tnode{start: uint32(i), end: uint32(i + 4), next: uint32(len(nodes) + 1), typ: tTrue})
+		i += 4
+	case c == 'f' && hasLit(b, i, "false"):
+		nodes = append(nodes, tnode{start: uint32(i), end: uint32(i + 5), next: uint32(len(nodes) + 1), typ: tFalse})
+		i += 5
+	case c == 'n' && hasLit(b, i, "null"):
+		nodes = append(nodes, tnode{start: uint32(i), end: uint32(i + 4), next: uint32(len(nodes) + 1), typ: tNull})
+		i += 4
+	case c == 't' || c == 'f' || c == 'n':
+		syntax = &jsonIssue{code: CodeJSONInvalid, offset: i, msg: "invalid literal"}
+		goto done
+	default:
+		syntax = &jsonIssue{code: CodeJSONInvalid, offset: i, msg: fmt.Sprintf("unexpected character %q", c)}
+		goto done
+	}
+
+after:
+	if i < n && b[i] <= ' ' {
+		i = skipSpace(b, i)
+	}
+	if len(stack) == 0 {
+		if i != n {
+			syntax = &jsonIssue{code: CodeJSONInvalid, offset: i, msg: "unexpected data after the JSON value"}
+		}
+		goto done
+	}
+	if i >= n {
+		syntax = &jsonIssue{code: CodeJSONInvalid, offset: n, msg: "unexpected end of row inside a container"}
+		goto done
+	}
+	top = stack[len(stack)-1]
+	switch c = b[i]; {
+	case c == ',':
+		i++
+		if nodes[top].typ == tArray {
+			goto value
+		}
+		if i < n && b[i] <= ' ' {
+			i = skipSpace(b, i)
+		}
+		goto key
+	case c == '}' && nodes[top].typ == tObject, c == ']' && nodes[top].typ == tArray:
+		stack = stack[:len(stack)-1]
+		nodes[top].end = uint32(i + 1)
+		nodes[top].next = uint32(len(nodes))
+		i++
+		goto after
+	}
+	syntax = &jsonIssue{code: CodeJSONInvalid, offset: i, msg: fmt.Sprintf("unexpected character %q after a value", c)}
+	goto done
+
+key: // at an object key, whitespace before it skipped
+	if i >= n || b[i] != '"' {
+		syntax = &jsonIssue{code: CodeJSONInvalid, offset: i, msg: "object key expected"}
+		goto done
+	}
+	end, esc, msg, off = scanString(b, i)
+	if msg != "" {
+		syntax = &jsonIssue{code: CodeJSONInvalid, offset: off, msg: msg}
+		goto done
+	}
+	nodes = append(nodes, tnode{start: uint32(i + 1), end: uint32(end), next: uint32(len(nodes) + 1), typ: tString, esc: esc})
+	i = end + 1
+	if i < n && b[i] <= ' ' {
+		i = skipSpace(b, i)
+	}
+	if i >= n || b[i] != ':' {
+		syntax = &jsonIssue{code: CodeJSONInvalid, offset: i, msg: "':' expected after an object key"}
+		goto done
+	}
+	i++
+	goto value
+
+done:
+	t.nodes, t.stack = nodes, stack
+	if syntax != nil && syntax.code == CodeJSONInvalid {
+		lossless = nil // a row that is not JSON has no numbers to judge
+	}
+	return syntax, lossless
+}
+
+// scanString reads the string whose opening quote is b[i] and returns the
+// index of its closing quote and whether it holds escapes; or, when it is
+// malformed, a message and the offset to report.
+//
+// Eight bytes at a time, it looks for the bytes that end a run of plain
+// text: '"', '\' and control characters. With x the eight bytes and k a
+// byte value repeated, (y - 0x01…) &^ y & 0x80… for y = x ^ k flags the
+// bytes equal to k, and (x - 0x20…) &^ x & 0x80… those below 0x20. A flag
+// can be spurious only above a real one (a borrow runs upwards), so the
+// lowest flag of the three is the first byte that ends the run.
+func scanString(b []byte, i int) (end int, esc bool, msg string, off int) {
+	j := i + 1
+	for {
+		for j+8 <= len(b) {
+			x := binary.LittleEndian.Uint64(b[j:])
+			q := x ^ (lo8 * '"')
+			s := x ^ (lo8 * '\\')
+			if m := ((q-lo8)&^q | (s-lo8)&^s | (x-lo8*0x20)&^x) & hi8; m != 0 {
+				j += bits.TrailingZeros64(m) >> 3
+				goto special
+			}
+			j += 8
+		}
+		for j < len(b) && b[j] != '"' && b[j] != '\\' && b[j] >= 0x20 {
+			j++
+		}
+		if j >= len(b) {
+			return 0, false, "unterminated string", len(b)
+		}
+	special:
+		switch b[j] {
+		case '"':
+			return j, esc, "", 0
+		case '\\':
+			esc = true
+			if j+1 >= len(b) {
+				return 0, false, "unterminated escape", i
+			}
+			switch b[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				if j+6 > len(b) {
+					return 0, false, "short \\u escape", i
+				}
+				for _, h := range b[j+2 : j+6] {
+					if !isHex(h) {
+						return 0, false, "invalid \\u escape", j
+					}
+				}
+				j += 6
+			default:
+				return 0, false, fmt.Sprintf("invalid escape \\%c", b[j+1]), j
+			}
+		default:
+			return 0, false, "control character in string", j
+		}
+	}
+}
