@@ -53,6 +53,8 @@ type position struct {
 	// records name the parent session's spans.
 	parent     string
 	seedLength int64
+
+	cache idCache
 }
 
 // NewTracker returns a Tracker remembering at most maxSessions sessions.
@@ -133,6 +135,7 @@ func (t *Tracker) Append(lrs plog.LogRecordSlice, session string, row *sessionlo
 		lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(observed))
 		lr.Body().SetStr(string(row.Bytes))
 		a := lr.Attributes()
+		a.EnsureCapacity(8) // the most an event record carries: no regrowth
 		a.PutStr(AttrSessionID, session)
 		a.PutStr(AttrEventType, first.Type)
 		a.PutInt(AttrEventSeq, first.Seq)
@@ -142,11 +145,13 @@ func (t *Tracker) Append(lrs plog.LogRecordSlice, session string, row *sessionlo
 		if f.Known && !f.Seed {
 			a.PutInt(AttrFormatVersion, int64(f.Version))
 		}
-		var trace pcommon.TraceID
-		var span pcommon.SpanID
+		// Every member moves the position; the record carries the ids of
+		// the last one's span (a packed row's members share theirs).
+		var ref spanRef
 		for i := range row.Events {
-			trace, span = p.advance(session, &row.Events[i])
+			ref = p.advance(session, &row.Events[i])
 		}
+		trace, span := p.ids(ref)
 		if first.HasTurn {
 			a.PutInt(AttrTurn, first.Turn)
 		} else if p.turn != 0 {
@@ -179,9 +184,67 @@ func severe(e *sessionlog.Event) bool {
 	return e.Type == "turn/end" && e.Reason.Kind == "error" || e.Type == "tool/result" && e.IsError
 }
 
-// advance moves the session's position past one event and returns the ids
-// of the span the event belongs to (empty between turns).
-func (p *position) advance(session string, e *sessionlog.Event) (pcommon.TraceID, pcommon.SpanID) {
+// spanKind says which span an event belongs to.
+type spanKind uint8
+
+const (
+	spanNone spanKind = iota // between turns
+	spanTurn
+	spanStep
+	spanChat
+	spanTool
+)
+
+// spanRef names the span an event belongs to: its key, not yet hashed.
+type spanRef struct {
+	kind              spanKind
+	session           string
+	traceTurn         int64 // the open turn: the trace
+	turn, step        int64 // the span's key
+	attempt           int
+	callID, subCallID string
+}
+
+// idCache holds the ids last computed for a session: records in a row
+// mostly share their turn's trace and often their span, and each id is a
+// SHA-256.
+type idCache struct {
+	traceSession string
+	traceTurn    int64
+	trace        pcommon.TraceID
+	span         pcommon.SpanID
+	spanRef      spanRef
+}
+
+// ids resolves a span reference to the trace and span ids of the connector.
+func (p *position) ids(r spanRef) (pcommon.TraceID, pcommon.SpanID) {
+	if r.kind == spanNone {
+		return pcommon.TraceID{}, pcommon.SpanID{}
+	}
+	c := &p.cache
+	if c.trace.IsEmpty() || c.traceTurn != r.traceTurn || c.traceSession != r.session {
+		c.trace = turnengine.TraceID(r.session, r.traceTurn)
+		c.traceSession, c.traceTurn = r.session, r.traceTurn
+	}
+	if c.span.IsEmpty() || c.spanRef != r {
+		switch r.kind {
+		case spanTurn:
+			c.span = turnengine.TurnSpanID(r.session, r.turn)
+		case spanStep:
+			c.span = turnengine.StepSpanID(r.session, r.turn, r.step)
+		case spanChat:
+			c.span = turnengine.ChatSpanID(r.session, r.turn, r.step, r.attempt)
+		case spanTool:
+			c.span = turnengine.ToolSpanID(r.session, r.turn, r.step, r.callID, r.subCallID)
+		}
+		c.spanRef = r
+	}
+	return c.trace, c.span
+}
+
+// advance moves the session's position past one event and returns the
+// span the event belongs to (none between turns).
+func (p *position) advance(session string, e *sessionlog.Event) spanRef {
 	if e.Seq < p.seedLength {
 		session = p.parent
 	}
@@ -193,23 +256,26 @@ func (p *position) advance(session string, e *sessionlog.Event) (pcommon.TraceID
 		clear(p.calls)
 	}
 	if p.turn == 0 {
-		return pcommon.TraceID{}, pcommon.SpanID{}
+		return spanRef{}
 	}
-	trace := turnengine.TraceID(session, p.turn)
-	span := turnengine.TurnSpanID(session, p.turn)
+	turn := spanRef{kind: spanTurn, session: session, traceTurn: p.turn, turn: p.turn}
 	switch e.Type {
 	case "turn/end":
 		p.turn, p.step = 0, 0
-		return trace, span
+		return turn
 	case "step/end":
 		s := p.step
 		p.step = 0
-		return trace, turnengine.StepSpanID(session, e.Turn, s)
+		// The open turn's trace; the step span as the event names its turn.
+		return spanRef{kind: spanStep, session: session, traceTurn: turn.traceTurn, turn: e.Turn, step: s}
 	}
 	if p.step == 0 {
-		return trace, span
+		return turn
 	}
-	stepSpan := turnengine.StepSpanID(session, p.turn, p.step)
+	step := spanRef{kind: spanStep, session: session, traceTurn: p.turn, turn: p.turn, step: p.step}
+	chat := func(attempt int) spanRef {
+		return spanRef{kind: spanChat, session: session, traceTurn: p.turn, turn: p.turn, step: p.step, attempt: attempt}
+	}
 	switch e.Type {
 	case "assistant/chunk":
 		if !p.attemptOpen {
@@ -220,10 +286,10 @@ func (p *position) advance(session string, e *sessionlog.Event) (pcommon.TraceID
 			p.attempts++
 			p.attemptOpen = false
 		}
-		return trace, turnengine.ChatSpanID(session, p.turn, p.step, idx)
+		return chat(idx)
 	case "assistant/attempt":
 		p.attempts++
-		return trace, turnengine.ChatSpanID(session, p.turn, p.step, p.attempts)
+		return chat(p.attempts)
 	case "assistant/message":
 		idx := p.attempts + 1
 		if !p.attemptOpen && p.attempts > 0 && e.Stream == nil {
@@ -232,7 +298,7 @@ func (p *position) advance(session string, e *sessionlog.Event) (pcommon.TraceID
 			p.attempts++
 		}
 		p.attemptOpen = false
-		return trace, turnengine.ChatSpanID(session, p.turn, p.step, idx)
+		return chat(idx)
 	case "tool/call", "tool/result":
 		id := e.CallID
 		if e.Type == "tool/call" {
@@ -241,10 +307,10 @@ func (p *position) advance(session string, e *sessionlog.Event) (pcommon.TraceID
 			id = p.calls[e.Sources[0]]
 		}
 		if id != "" {
-			return trace, turnengine.ToolSpanID(session, p.turn, p.step, id, "")
+			return spanRef{kind: spanTool, session: session, traceTurn: p.turn, turn: p.turn, step: p.step, callID: id}
 		}
 	case "tool/ptc-dispatch-start", "tool/ptc-dispatch", "tool/code-dispatch-start", "tool/code-dispatch":
-		return trace, turnengine.ToolSpanID(session, p.turn, p.step, e.CallID, e.SubCallID)
+		return spanRef{kind: spanTool, session: session, traceTurn: p.turn, turn: p.turn, step: p.step, callID: e.CallID, subCallID: e.SubCallID}
 	}
-	return trace, stepSpan
+	return step
 }

@@ -11,33 +11,23 @@ import (
 // IDs are hashes of stable keys (session, turn, step, attempt, callId), so
 // replays, restarts and replicas agree on them and a turn's events may
 // arrive in any batching. Each field is length-prefixed after a domain tag,
-// so no two keys share an input.
-func hashKey(tag string, fields ...string) [32]byte {
-	buf := make([]byte, 0, 64)
-	buf = binary.AppendUvarint(buf, uint64(len(tag)))
-	buf = append(buf, tag...)
-	for _, f := range fields {
-		buf = binary.AppendUvarint(buf, uint64(len(f)))
-		buf = append(buf, f...)
-	}
-	return sha256.Sum256(buf)
+// so no two keys share an input. Keys are built in a stack buffer with
+// numbers formatted in place: an id costs one SHA-256 and no allocation.
+type keyBuf [160]byte
+
+func keyStr(b []byte, f string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(f)))
+	return append(b, f...)
 }
 
-func num(n int64) string { return strconv.FormatInt(n, 10) }
-
-// TraceID is the trace of a session's turn.
-func TraceID(session string, turn int64) pcommon.TraceID {
-	h := hashKey("trace", session, num(turn))
-	var id pcommon.TraceID
-	copy(id[:], h[:16])
-	if id.IsEmpty() {
-		id[15] = 1
-	}
-	return id
+func keyNum(b []byte, n int64) []byte {
+	var d [20]byte
+	digits := strconv.AppendInt(d[:0], n, 10)
+	b = binary.AppendUvarint(b, uint64(len(digits)))
+	return append(b, digits...)
 }
 
-func spanID(tag string, fields ...string) pcommon.SpanID {
-	h := hashKey(tag, fields...)
+func spanIDOf(h [32]byte) pcommon.SpanID {
 	var id pcommon.SpanID
 	copy(id[:], h[:8])
 	if id.IsEmpty() {
@@ -46,26 +36,51 @@ func spanID(tag string, fields ...string) pcommon.SpanID {
 	return id
 }
 
+// TraceID is the trace of a session's turn.
+func TraceID(session string, turn int64) pcommon.TraceID {
+	var buf keyBuf
+	b := keyNum(keyStr(keyStr(buf[:0], "trace"), session), turn)
+	h := sha256.Sum256(b)
+	var id pcommon.TraceID
+	copy(id[:], h[:16])
+	if id.IsEmpty() {
+		id[15] = 1
+	}
+	return id
+}
+
 // TurnSpanID is the root span of a turn's trace.
 func TurnSpanID(session string, turn int64) pcommon.SpanID {
-	return spanID("turn", session, num(turn))
+	var buf keyBuf
+	b := keyNum(keyStr(keyStr(buf[:0], "turn"), session), turn)
+	return spanIDOf(sha256.Sum256(b))
 }
 
 // StepSpanID is a step's span.
 func StepSpanID(session string, turn, step int64) pcommon.SpanID {
-	return spanID("step", session, num(turn), num(step))
+	var buf keyBuf
+	b := keyNum(keyNum(keyStr(keyStr(buf[:0], "step"), session), turn), step)
+	return spanIDOf(sha256.Sum256(b))
 }
 
 // ChatSpanID is the span of a step's attempt-th model call (from 1).
 func ChatSpanID(session string, turn, step int64, attempt int) pcommon.SpanID {
-	return spanID("chat", session, num(turn), num(step), strconv.Itoa(attempt))
+	var buf keyBuf
+	b := keyNum(keyNum(keyNum(keyStr(keyStr(buf[:0], "chat"), session), turn), step), int64(attempt))
+	return spanIDOf(sha256.Sum256(b))
 }
 
 // ToolSpanID is the span of a tool call; subCallID is empty for the call
 // itself and names a nested dispatch otherwise.
 func ToolSpanID(session string, turn, step int64, callID, subCallID string) pcommon.SpanID {
-	if subCallID == "" {
-		return spanID("tool", session, num(turn), num(step), callID)
+	var buf keyBuf
+	tag := "tool"
+	if subCallID != "" {
+		tag = "subcall"
 	}
-	return spanID("subcall", session, num(turn), num(step), callID, subCallID)
+	b := keyStr(keyNum(keyNum(keyStr(keyStr(buf[:0], tag), session), turn), step), callID)
+	if subCallID != "" {
+		b = keyStr(b, subCallID)
+	}
+	return spanIDOf(sha256.Sum256(b))
 }
