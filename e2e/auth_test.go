@@ -51,7 +51,7 @@ func TestAuthIngest(t *testing.T) {
 		"AGENTS_ENDPOINT=127.0.0.1:34420", "UPLOADS_ENDPOINT=127.0.0.1:34421",
 		"HEALTH_ENDPOINT=127.0.0.1:33134", "PROMETHEUS_ENDPOINT=127.0.0.1:18890",
 		"TELEMETRY_HOST=127.0.0.1", "TELEMETRY_PORT=38890",
-		"TRACES_OTLP_ENDPOINT=127.0.0.1:24317",
+		"TRACES_OTLP_ENDPOINT=127.0.0.1:24317", "STATE_DIR=" + filepath.Join(dir, "auth-state"),
 	}, "--config=../deploy/collector/auth-ingest.yaml")
 	poll(t, "healthy", 30*time.Second, httpOK("http://127.0.0.1:33134/"), p)
 

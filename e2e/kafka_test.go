@@ -65,6 +65,7 @@ func TestKafkaTwoTier(t *testing.T) {
 		env := append([]string{
 			"HOSTNAME=" + n.agent, "HEALTH_ENDPOINT=" + n.health, "PROMETHEUS_ENDPOINT=" + n.metrics,
 			"TELEMETRY_PORT=" + n.self[strings.LastIndexByte(n.self, ':')+1:], "TRACES_OTLP_ENDPOINT=127.0.0.1:24317",
+			"STATE_DIR=" + filepath.Join(dir, "state-"+n.agent),
 		}, common...)
 		p := start(t, dir, "turn-state-"+n.agent, otelcolBin, env,
 			"--config=../deploy/collector/kafka-turn-state.yaml",

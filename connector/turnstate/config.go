@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
+
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 )
 
@@ -40,6 +42,12 @@ type Config struct {
 	// ReorderWindow bounds the events held per session while a missing seq
 	// is awaited; beyond it the gap is skipped at once.
 	ReorderWindow int `mapstructure:"reorder_window"`
+	// Storage is a storage extension (file_storage) in which the state of
+	// every session is journaled, so that turns open when the collector
+	// stops — crash included — carry on after the restart. Unset: open
+	// turns are closed as dangling (cause shutdown) at a clean stop and
+	// lost at a crash.
+	Storage *component.ID `mapstructure:"storage"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}

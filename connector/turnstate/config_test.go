@@ -29,6 +29,8 @@ func TestLoadConfig(t *testing.T) {
 	custom.MaxAttributeValues = 50
 	custom.GapTimeout = 2 * time.Second
 	custom.ReorderWindow = 256
+	storageID := component.MustNewIDWithName("file_storage", "turns")
+	custom.Storage = &storageID
 
 	tests := []struct {
 		name    string

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -11,6 +12,8 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
@@ -50,6 +53,15 @@ type core struct {
 	ingested bool // some batch was consumed
 	closed   bool
 
+	// journal persists the sessions' state through the storage extension
+	// (cfg.Storage; nil without one). persistMu orders the journal's writes:
+	// held from a batch's ingestion until its writes land, taken before mu.
+	journal   *journal
+	persistMu sync.Mutex
+	self      component.ID
+	startErr  error
+	running   bool // Start started the loop (set once, under startOnce)
+
 	startOnce, stopOnce sync.Once
 	stop, done          chan struct{}
 }
@@ -83,6 +95,7 @@ func attach(cfg *Config, set connector.Settings, traces consumer.Traces, metrics
 			stats:  e.Stats(),
 			stop:   make(chan struct{}),
 			done:   make(chan struct{}),
+			self:   set.ID,
 		}
 		registry[cfg] = c
 	}
@@ -106,13 +119,29 @@ func (in *instance) Capabilities() consumer.Capabilities {
 	return consumer.Capabilities{MutatesData: false}
 }
 
-// Start starts the core's sweep and flush loop, once for both instances.
+// Start restores the journaled sessions, if there is a storage extension,
+// and starts the core's sweep and flush loop, once for both instances.
 // Starting before the sibling's downstream is safe: receivers start last,
-// so the core holds nothing to emit yet.
-func (in *instance) Start(context.Context, component.Host) error {
+// and turns closed by the restore wait for the first Drain.
+func (in *instance) Start(ctx context.Context, host component.Host) error {
 	c := in.c
-	c.startOnce.Do(func() { go c.run() })
-	return nil
+	c.startOnce.Do(func() {
+		if id := c.cfg.Storage; id != nil {
+			j, err := openJournal(ctx, host, *id, c.self)
+			if err != nil {
+				c.startErr = err
+				return
+			}
+			c.journal = j
+			if err := c.restore(ctx); err != nil {
+				c.startErr = fmt.Errorf("turn_state: restore the sessions from %s: %w", id, err)
+				return
+			}
+		}
+		c.running = true
+		go c.run()
+	})
+	return c.startErr
 }
 
 // Shutdown does all the work on the first call, whichever instance it
@@ -131,20 +160,29 @@ func (in *instance) Shutdown(ctx context.Context) error {
 func (in *instance) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	c := in.c
 	c.mu.Lock()
-	if c.ingester != in {
-		c.mu.Unlock()
+	ingester := c.ingester
+	c.mu.Unlock()
+	if ingester != in {
 		return nil
 	}
+	c.persistMu.Lock()
+	defer c.persistMu.Unlock()
+	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
 		return errShutdown
 	}
 	now := c.clock()
 	c.ingested = true
-	for _, input := range c.read(ctx, ld, now) {
+	var keep map[string]*kept
+	if c.journal != nil {
+		keep = map[string]*kept{}
+	}
+	for _, input := range c.read(ctx, ld, now, keep, false) {
 		c.engine.Ingest(input, now)
 	}
 	turns := c.engine.Drain()
+	ops := c.journalOps(keep, turns)
 	c.record(ctx)
 	next := c.traces
 	c.mu.Unlock()
@@ -157,6 +195,13 @@ func (in *instance) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	// (each span is emitted exactly once). Retrying is the exporter's job
 	// (its sending queue), behind us.
 	c.emitTraces(ctx, next, turns)
+	// The journal is written after the turns went out: a crash in between
+	// restores them open, and the re-sent batch closes them again with
+	// the same ids, rather than losing them. A failed write fails the
+	// batch, so its sender retries it; the engine drops what it has seen.
+	if err := c.writeJournal(ctx, ops); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -164,7 +209,11 @@ func (in *instance) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 // or cannot be decoded are counted and skipped, decoding problems are
 // counted as violations, and each session's events are sorted by seq — a
 // cheap reordering that spares the engine's reorder window.
-func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time) []turnengine.Input {
+//
+// With keep, the records are also collected by session for the journal.
+// restoring: the records come from the journal, and were counted when they
+// first arrived.
+func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time, keep map[string]*kept, restoring bool) []turnengine.Input {
 	type group struct {
 		id     string
 		inputs []turnengine.Input
@@ -196,8 +245,10 @@ func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time) []turnengi
 						c.logger.Debug("Undecodable session record", zap.Error(err))
 						continue
 					}
-					for _, p := range rec.Row.Problems {
-						c.engine.RecordViolation(p.Code, now)
+					if !restoring {
+						for _, p := range rec.Row.Problems {
+							c.engine.RecordViolation(p.Code, now)
+						}
 					}
 					switch rec.Row.Kind {
 					case sessionlog.RowInvalid:
@@ -213,6 +264,9 @@ func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time) []turnengi
 						bySession[rec.SessionID] = g
 						groups = append(groups, g)
 					}
+					if keep != nil {
+						keepRecord(keep, rec, rl.Resource(), lr)
+					}
 					for e := range rec.Row.Events {
 						g.inputs = append(g.inputs, turnengine.Input{
 							SessionID: rec.SessionID,
@@ -226,8 +280,10 @@ func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time) []turnengi
 			}
 		}
 	}
-	c.tel.drop(ctx, dropNotSession, notSession)
-	c.tel.drop(ctx, dropInvalid, invalid)
+	if !restoring {
+		c.tel.drop(ctx, dropNotSession, notSession)
+		c.tel.drop(ctx, dropInvalid, invalid)
+	}
 	var out []turnengine.Input
 	for _, g := range groups {
 		slices.SortStableFunc(g.inputs, func(a, b turnengine.Input) int { return cmp.Compare(a.Event.Seq, b.Event.Seq) })
@@ -276,13 +332,23 @@ func (c *core) emitMetrics(ctx context.Context, next consumer.Metrics, md pmetri
 // sweep closes what has waited long enough: skipped gaps and turns silent
 // for dangling_timeout.
 func (c *core) sweep(ctx context.Context) {
+	c.persistMu.Lock()
+	defer c.persistMu.Unlock()
 	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		return
+	}
 	c.engine.Sweep(c.clock())
 	turns := c.engine.Drain()
+	ops := c.journalOps(nil, turns)
 	c.record(ctx)
 	next := c.traces
 	c.mu.Unlock()
 	c.emitTraces(ctx, next, turns)
+	if err := c.writeJournal(ctx, ops); err != nil {
+		c.logger.Warn("Journal write after a sweep failed; the next batch of those sessions rewrites their state", zap.Error(err))
+	}
 }
 
 // flushMetrics emits the cumulative metrics.
@@ -330,8 +396,9 @@ func (c *core) run() {
 func (c *core) shutdown(ctx context.Context) error {
 	var errs []error
 	c.stopOnce.Do(func() {
-		started := true
-		c.startOnce.Do(func() { started = false }) // never started: also disarms a late Start
+		c.startOnce.Do(func() {}) // never started: also disarms a late Start
+		// started: the loop runs (Start succeeded).
+		started := c.startErr == nil && c.running
 		if started {
 			close(c.stop)
 			select {
@@ -343,11 +410,18 @@ func (c *core) shutdown(ctx context.Context) error {
 			}
 		}
 
+		c.persistMu.Lock()
+		defer c.persistMu.Unlock()
 		c.mu.Lock()
 		c.closed = true
 		now := c.clock()
-		c.engine.Flush(turnengine.CauseShutdown, now)
+		if c.journal == nil {
+			c.engine.Flush(turnengine.CauseShutdown, now)
+		}
+		// With a journal, the open turns stay open: the journal has them,
+		// and the next start carries them on.
 		turns := c.engine.Drain()
+		ops := c.journalOps(nil, turns)
 		c.record(ctx)
 		// A core that never started has seen no data in a running collector
 		// (receivers start last), and its downstream may never have started:
@@ -366,6 +440,12 @@ func (c *core) shutdown(ctx context.Context) error {
 				c.emitMetrics(ctx, metrics, md)
 			}
 		}
+		if c.journal != nil {
+			if err := c.writeJournal(ctx, ops); err != nil {
+				errs = append(errs, err)
+			}
+			errs = append(errs, c.journal.close(ctx))
+		}
 		errs = append(errs, c.tel.shutdown())
 
 		registryMu.Lock()
@@ -375,4 +455,89 @@ func (c *core) shutdown(ctx context.Context) error {
 		registryMu.Unlock()
 	})
 	return errors.Join(errs...)
+}
+
+// keepRecord files a decoded record under its session for the journal.
+func keepRecord(keep map[string]*kept, rec logrecord.Record, res pcommon.Resource, lr plog.LogRecord) {
+	k := keep[rec.SessionID]
+	if k == nil {
+		k = &kept{header: plog.NewLogs()}
+		keep[rec.SessionID] = k
+	}
+	if rec.Row.Kind == sessionlog.RowHeader {
+		k.header = plog.NewLogs()
+		rl := k.header.ResourceLogs().AppendEmpty()
+		res.CopyTo(rl.Resource())
+		lr.CopyTo(rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())
+		return
+	}
+	if len(rec.Row.Events) == 0 {
+		return
+	}
+	maxSeq := rec.Row.Events[0].Seq
+	for i := range rec.Row.Events {
+		maxSeq = max(maxSeq, rec.Row.Events[i].Seq)
+	}
+	k.recs = append(k.recs, keptRecord{res: res, lr: lr, maxSeq: maxSeq})
+}
+
+// journalOps are the journal writes that bring it up to date with the
+// engine after a batch (keep) or a sweep, given the turns just drained.
+// Callers hold mu.
+func (c *core) journalOps(keep map[string]*kept, turns []*turnengine.Turn) []*storage.Operation {
+	if c.journal == nil {
+		return nil
+	}
+	ids := make([]string, 0, len(keep)+len(turns))
+	for id := range keep {
+		ids = append(ids, id)
+	}
+	for _, t := range turns {
+		if keep[t.SessionID] == nil {
+			ids = append(ids, t.SessionID)
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	return c.journal.update(c.engine, ids, keep, c.engine.DrainForgotten())
+}
+
+// writeJournal writes the journal operations of one batch at once.
+func (c *core) writeJournal(ctx context.Context, ops []*storage.Operation) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	if err := c.journal.client.Batch(ctx, ops...); err != nil {
+		c.tel.journalFailed(ctx)
+		return fmt.Errorf("turn_state: write the journal: %w", err)
+	}
+	return nil
+}
+
+// restore resumes every journaled session: its mark first, then its
+// records from the mark's Retain on, re-applied without being counted
+// again.
+func (c *core) restore(ctx context.Context) error {
+	rs, err := c.journal.load(ctx)
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock()
+	for _, r := range rs {
+		c.engine.Resume(r.id, r.entry.Mark, now)
+		for _, in := range c.read(ctx, r.logs, now, nil, true) {
+			if in.Event.Seq >= r.entry.Mark.Retain {
+				c.engine.Ingest(in, now)
+			}
+		}
+	}
+	// More sessions than max_sessions: the oldest were forgotten again.
+	if err := c.writeJournal(ctx, c.journal.update(c.engine, nil, nil, c.engine.DrainForgotten())); err != nil {
+		return err
+	}
+	c.record(ctx)
+	c.logger.Info("Sessions restored from the journal", zap.Int("sessions", len(rs)), zap.Int("open_turns", c.engine.OpenTurns()))
+	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/connector/connectortest"
@@ -82,6 +83,10 @@ func newHarness(t *testing.T, cfg *Config, nextTraces consumer.Traces, nextMetri
 	}
 	f := NewFactory()
 	set := connectortest.NewNopSettings(metadata.Type)
+	if cfg.Storage != nil {
+		// As in a collector's config: the id a restart finds its state by.
+		set.ID = component.NewID(metadata.Type)
+	}
 	set.TelemetrySettings = h.tel.NewTelemetrySettings()
 	var err error
 	h.toTr, err = f.CreateLogsToTraces(context.Background(), set, cfg,

@@ -26,6 +26,7 @@ const (
 	metricGapsSkipped      = "otelcol_connector_turn_state_gaps_skipped"
 	metricReorderOverflows = "otelcol_connector_turn_state_reorder_overflows"
 	metricEmitFailures     = "otelcol_connector_turn_state_emit_failures"
+	metricJournalFailures  = "otelcol_connector_turn_state_journal_write_failures"
 )
 
 // Values of events_dropped's reason attribute.
@@ -46,6 +47,7 @@ type telemetry struct {
 	gapsSkipped      metric.Int64Counter
 	reorderOverflows metric.Int64Counter
 	emitFailures     metric.Int64Counter
+	journalFailures  metric.Int64Counter
 	turnsOpen        metric.Int64ObservableGauge
 	sessionsOpen     metric.Int64ObservableGauge
 	reg              metric.Registration
@@ -84,6 +86,8 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 		"Times a session's reorder window filled up while a seq was missing, so the gap was skipped at once.")
 	t.emitFailures = counter(metricEmitFailures, "{batch}",
 		"Batches the next consumer refused, by signal (traces, metrics); counted, not retried.")
+	t.journalFailures = counter(metricJournalFailures, "{write}",
+		"Journal writes the storage extension failed; a failed batch is refused, so its sender retries it.")
 	var err error
 	t.turnsOpen, err = m.Int64ObservableGauge(metricTurnsOpen, metric.WithUnit("{turn}"),
 		metric.WithDescription("Turns open now."))
@@ -141,6 +145,11 @@ func (t *telemetry) drop(ctx context.Context, reason string, n int64) {
 // emitFailed counts a batch of signal the next consumer refused.
 func (t *telemetry) emitFailed(ctx context.Context, signal string) {
 	t.emitFailures.Add(ctx, 1, t.signal[signal])
+}
+
+// journalFailed counts a failed journal write.
+func (t *telemetry) journalFailed(ctx context.Context) {
+	t.journalFailures.Add(ctx, 1)
 }
 
 // shutdown stops the gauges' callback.

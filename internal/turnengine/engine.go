@@ -125,6 +125,7 @@ type Engine struct {
 	lru, open *list.List
 	gaps      map[*session]struct{}
 	closed    []*Turn
+	forgotten []string
 	stats     Stats
 	metrics   *Metrics
 }
@@ -335,6 +336,7 @@ func (e *Engine) evictSession() {
 	e.lru.Remove(el)
 	delete(e.gaps, s)
 	delete(e.sessions, s.id)
+	e.forgotten = append(e.forgotten, s.id)
 }
 
 func (e *Engine) closeDangling(s *session, cause string) {

@@ -32,6 +32,14 @@ type session struct {
 	// the identity of attempts without a message of their own.
 	provider, model string
 
+	// restored: the events up to seq restoredTo are re-applied after a
+	// restart (Resume) and count nowhere a second time.
+	restored   bool
+	restoredTo int64
+	// lastTurnStart is the seq of the latest turn/start applied, inherited
+	// ones included (Mark).
+	lastTurnStart int64
+
 	validator *sessionlog.Validator
 	deriver   *sessionlog.Deriver
 	gappy     bool
@@ -83,15 +91,24 @@ func (s *session) agent() string {
 
 // apply folds one event, in seq order, into the session's state.
 func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
-	e.stats.Events++
-	e.metrics.recordEvent(ev.Type)
+	restoring := s.restored && ev.Seq <= s.restoredTo
+	if !restoring {
+		e.stats.Events++
+		e.metrics.recordEvent(ev.Type)
+	}
 	if !s.gappy {
 		// A gappy feed (dsh's v0 OTLP export) has neither dense seqs nor
 		// surface keys: there is nothing to validate it against.
 		for _, v := range s.validator.Event(ev, s.format) {
+			if restoring {
+				continue
+			}
 			e.stats.Violations++
 			e.metrics.RecordViolation(v.Code)
 		}
+	}
+	if ev.Type == "turn/start" {
+		s.lastTurnStart = ev.Seq
 	}
 	if !e.cfg.KeepInherited && s.header != nil && s.header.HasSeedLength && ev.Seq < s.header.SeedLength {
 		// Inherited from the parent session, whose spans these are (§10.5).

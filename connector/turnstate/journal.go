@@ -1,0 +1,289 @@
+package turnstate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/dshtrace/dshtrace/internal/turnengine"
+)
+
+// The journal keeps, through a storage extension, what the engine needs to
+// carry every session on after a restart, crash included: each session's
+// Mark (where its seqs stand, the last turn it closed, the model in use)
+// and the records from the Mark's Retain on — the open turn's so far, and
+// any held in the reorder window. On start the connector resumes each
+// session from its Mark and re-reads those records, so a turn open at the
+// stop is rebuilt and closes once, with all its spans, when its turn/end
+// arrives; records delivered again after the restart are duplicates.
+//
+// Layout (the storage client is a key-value store without listing):
+//
+//	idx/NN           JSON array of the session ids in bucket NN (of 64)
+//	s/"ID"           JSON journalEntry: the Mark and the chunks kept
+//	s/"ID"/h         the session's header record (plog protobuf)
+//	s/"ID"/c/N       chunk N: records of one batch from Retain on (plog protobuf)
+//
+// Ids are quoted (strconv.Quote) so no id's keys can collide with another's.
+type journal struct {
+	client   storage.Client
+	sessions map[string]*journalEntry
+	buckets  [journalBuckets]map[string]struct{}
+}
+
+const journalBuckets = 64
+
+// journalEntry is one session's state in the journal.
+type journalEntry struct {
+	Mark turnengine.Mark `json:"mark"`
+	// Chunks are the chunks kept, in write order, with the highest seq of
+	// each: a chunk goes when Retain passes it.
+	Chunks    []chunkRef `json:"chunks,omitempty"`
+	NextChunk int        `json:"nextChunk"`
+	Header    bool       `json:"header,omitempty"`
+}
+
+type chunkRef struct {
+	N   int   `json:"n"`
+	Max int64 `json:"max"`
+}
+
+// kept are the records of one session in one batch, for the journal.
+type kept struct {
+	header plog.Logs // the header record, if the batch had one
+	recs   []keptRecord
+}
+
+type keptRecord struct {
+	res    pcommon.Resource
+	lr     plog.LogRecord
+	maxSeq int64
+}
+
+func sessionKey(id string) string { return "s/" + strconv.Quote(id) }
+func headerKey(id string) string  { return sessionKey(id) + "/h" }
+func chunkKey(id string, n int) string {
+	return sessionKey(id) + "/c/" + strconv.Itoa(n)
+}
+func bucketKey(b int) string { return fmt.Sprintf("idx/%02d", b) }
+
+func bucketOf(id string) int {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return int(h.Sum32() % journalBuckets)
+}
+
+// openJournal opens the connector's client on the storage extension id.
+func openJournal(ctx context.Context, host component.Host, id, self component.ID) (*journal, error) {
+	ext, ok := host.GetExtensions()[id]
+	if !ok {
+		return nil, fmt.Errorf("turn_state: storage extension %s not found", id)
+	}
+	se, ok := ext.(storage.Extension)
+	if !ok {
+		return nil, fmt.Errorf("turn_state: extension %s is not a storage extension", id)
+	}
+	client, err := se.GetClient(ctx, component.KindConnector, self, "turns")
+	if err != nil {
+		return nil, fmt.Errorf("turn_state: open storage %s: %w", id, err)
+	}
+	j := &journal{client: client, sessions: map[string]*journalEntry{}}
+	for b := range j.buckets {
+		j.buckets[b] = map[string]struct{}{}
+	}
+	return j, nil
+}
+
+// restored is one session read back from the journal.
+type restored struct {
+	id    string
+	entry *journalEntry
+	logs  plog.Logs // the header record first, then the chunks in order
+}
+
+// load reads every journaled session.
+func (j *journal) load(ctx context.Context) ([]restored, error) {
+	var out []restored
+	for b := range journalBuckets {
+		raw, err := j.client.Get(ctx, bucketKey(b))
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", bucketKey(b), err)
+		}
+		if raw == nil {
+			continue
+		}
+		var ids []string
+		if err := json.Unmarshal(raw, &ids); err != nil {
+			return nil, fmt.Errorf("read %s: %w", bucketKey(b), err)
+		}
+		for _, id := range ids {
+			raw, err := j.client.Get(ctx, sessionKey(id))
+			if err != nil {
+				return nil, fmt.Errorf("read %s: %w", sessionKey(id), err)
+			}
+			if raw == nil {
+				continue // its entry never landed: nothing to resume
+			}
+			e := &journalEntry{}
+			if err := json.Unmarshal(raw, e); err != nil {
+				return nil, fmt.Errorf("read %s: %w", sessionKey(id), err)
+			}
+			r := restored{id: id, entry: e, logs: plog.NewLogs()}
+			keys := []string{}
+			if e.Header {
+				keys = append(keys, headerKey(id))
+			}
+			for _, c := range e.Chunks {
+				keys = append(keys, chunkKey(id, c.N))
+			}
+			var um plog.ProtoUnmarshaler
+			for _, k := range keys {
+				raw, err := j.client.Get(ctx, k)
+				if err != nil {
+					return nil, fmt.Errorf("read %s: %w", k, err)
+				}
+				if raw == nil {
+					continue // a write that failed: its records were re-sent and are in a later chunk
+				}
+				ld, err := um.UnmarshalLogs(raw)
+				if err != nil {
+					return nil, fmt.Errorf("read %s: %w", k, err)
+				}
+				ld.ResourceLogs().MoveAndAppendTo(r.logs.ResourceLogs())
+			}
+			j.sessions[id] = e
+			j.buckets[b][id] = struct{}{}
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// update brings the journal up to date with the engine for the given
+// sessions (those a batch touched, those whose turns closed) and forgets
+// the forgotten, returning the storage operations. batch holds the
+// records each session had in the batch.
+func (j *journal) update(e *turnengine.Engine, ids []string, batch map[string]*kept, forgotten []string) []*storage.Operation {
+	var ops []*storage.Operation
+	dirty := map[int]bool{}
+	for _, id := range forgotten {
+		ent := j.sessions[id]
+		if ent == nil {
+			continue
+		}
+		ops = append(ops, storage.DeleteOperation(sessionKey(id)))
+		if ent.Header {
+			ops = append(ops, storage.DeleteOperation(headerKey(id)))
+		}
+		for _, c := range ent.Chunks {
+			ops = append(ops, storage.DeleteOperation(chunkKey(id, c.N)))
+		}
+		delete(j.sessions, id)
+		b := bucketOf(id)
+		delete(j.buckets[b], id)
+		dirty[b] = true
+	}
+	for _, id := range ids {
+		m, ok := e.Mark(id)
+		if !ok {
+			continue // forgotten in this very batch, and never journaled
+		}
+		ent := j.sessions[id]
+		if ent == nil {
+			ent = &journalEntry{}
+			j.sessions[id] = ent
+			b := bucketOf(id)
+			j.buckets[b][id] = struct{}{}
+			dirty[b] = true
+		}
+		changed := ent.Mark != m
+		ent.Mark = m
+		// Chunks wholly before Retain are no longer needed.
+		live := ent.Chunks[:0]
+		for _, c := range ent.Chunks {
+			if c.Max < m.Retain {
+				ops = append(ops, storage.DeleteOperation(chunkKey(id, c.N)))
+				changed = true
+				continue
+			}
+			live = append(live, c)
+		}
+		ent.Chunks = live
+		if k := batch[id]; k != nil {
+			if k.header.ResourceLogs().Len() > 0 {
+				if b, err := marshalLogs(k.header); err == nil {
+					ops = append(ops, storage.SetOperation(headerKey(id), b))
+					ent.Header, changed = true, true
+				}
+			}
+			ld, maxSeq := k.from(m.Retain)
+			if ld.LogRecordCount() > 0 {
+				if b, err := marshalLogs(ld); err == nil {
+					n := ent.NextChunk
+					ent.NextChunk++
+					ops = append(ops, storage.SetOperation(chunkKey(id, n), b))
+					ent.Chunks = append(ent.Chunks, chunkRef{N: n, Max: maxSeq})
+					changed = true
+				}
+			}
+		}
+		if changed {
+			b, _ := json.Marshal(ent)
+			ops = append(ops, storage.SetOperation(sessionKey(id), b))
+		}
+	}
+	for b := range journalBuckets {
+		if !dirty[b] {
+			continue
+		}
+		ids := make([]string, 0, len(j.buckets[b]))
+		for id := range j.buckets[b] {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		raw, _ := json.Marshal(ids)
+		ops = append(ops, storage.SetOperation(bucketKey(b), raw))
+	}
+	return ops
+}
+
+// from copies the records whose events reach seq retain or later into a
+// new Logs, returning it and the highest seq in it.
+func (k *kept) from(retain int64) (plog.Logs, int64) {
+	ld := plog.NewLogs()
+	maxSeq := int64(-1)
+	var lrs plog.LogRecordSlice
+	var last pcommon.Resource
+	haveLast := false
+	for _, r := range k.recs {
+		if r.maxSeq < retain {
+			continue
+		}
+		if !haveLast || r.res != last {
+			rl := ld.ResourceLogs().AppendEmpty()
+			r.res.CopyTo(rl.Resource())
+			lrs = rl.ScopeLogs().AppendEmpty().LogRecords()
+			last, haveLast = r.res, true
+		}
+		r.lr.CopyTo(lrs.AppendEmpty())
+		maxSeq = max(maxSeq, r.maxSeq)
+	}
+	return ld, maxSeq
+}
+
+func marshalLogs(ld plog.Logs) ([]byte, error) {
+	var m plog.ProtoMarshaler
+	return m.MarshalLogs(ld)
+}
+
+func (j *journal) close(ctx context.Context) error {
+	return j.client.Close(ctx)
+}

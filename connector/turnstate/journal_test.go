@@ -1,0 +1,189 @@
+package turnstate
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/storagetest"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/dshtrace/dshtrace/internal/testcorpus"
+)
+
+var journalStorageID = component.MustNewID("file_storage")
+
+// realStorage starts a real file_storage extension (bbolt) on dir and
+// returns a host offering it; it is shut down with the test.
+func realStorage(t *testing.T, dir string) component.Host {
+	t.Helper()
+	ctx := context.Background()
+	f := filestorage.NewFactory()
+	cfg := f.CreateDefaultConfig().(*filestorage.Config)
+	cfg.Directory = dir
+	ext, err := f.Create(ctx, extension.Settings{ID: journalStorageID, TelemetrySettings: componenttest.NewNopTelemetrySettings(),
+		BuildInfo: component.NewDefaultBuildInfo()}, cfg)
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(ctx, componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, ext.Shutdown(context.Background())) })
+	return storagetest.NewStorageHost().WithExtension(journalStorageID, ext)
+}
+
+// journaled is a harness whose connector journals to file_storage in dir.
+func journaled(t *testing.T, dir string) *harness {
+	t.Helper()
+	cfg := createDefaultConfig()
+	id := journalStorageID
+	cfg.Storage = &id
+	h := newHarness(t, cfg, nil, nil)
+	host := realStorage(t, dir)
+	require.NoError(t, h.toMt.Start(context.Background(), host))
+	require.NoError(t, h.toTr.Start(context.Background(), host))
+	return h
+}
+
+// crash stops a harness's connector the way a SIGKILL does: no shutdown,
+// no flush, no last journal write — only what its batches wrote remains.
+// The storage client is closed so that the next run can open the file.
+func (h *harness) crash() {
+	h.t.Helper()
+	c := h.core()
+	c.persistMu.Lock()
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+	c.persistMu.Unlock()
+	close(c.stop)
+	<-c.done
+	require.NoError(h.t, c.journal.close(context.Background()))
+	registryMu.Lock()
+	delete(registry, c.cfg)
+	registryMu.Unlock()
+}
+
+// traces merges what a harness's traces sink received.
+func mergeTraces(hs ...*harness) ptrace.Traces {
+	out := ptrace.NewTraces()
+	for _, h := range hs {
+		h.allTraces().ResourceSpans().MoveAndAppendTo(out.ResourceSpans())
+	}
+	return out
+}
+
+var journalFiles = []string{
+	"v0/apps/web/tests/snapshots/goal-multi-turn-actions/session.jsonl",
+	"v0/examples/acp-agent/tests/snapshots/parallel-tool-calls/session.jsonl",
+	"v0/examples/acp-agent/tests/snapshots/subagent-mixed/session.2.jsonl",
+	"v0/packages/test-support/acp-snapshot/tests/fixtures/suite/pin-turn/session.jsonl",
+	"v4/snapshots/sdk/max-tokens-continue/session.v4.jsonl",
+	"wire/v0/examples/headless-agent/tests/snapshots/provider-retry/stream-json.expected.jsonl",
+}
+
+// The collector is killed after any batch and restarted on the same
+// file_storage; the source re-delivers the last two batches (its
+// checkpoint lagged). Together the two runs emit exactly the turns, spans
+// and ids one uninterrupted run emits — the turn open at the kill
+// included, once, complete — and apply every event once.
+func TestJournalCarriesTurnsAcrossCrash(t *testing.T) {
+	for _, rel := range journalFiles {
+		path := filepath.Join(testcorpus.Dir(t), rel)
+		records, _ := buildRecords(t, path, "s-"+filepath.Base(filepath.Dir(rel)))
+		bs := batches(records, 4)
+
+		ref := newHarness(t, createDefaultConfig(), nil, nil)
+		ref.start()
+		for _, b := range bs {
+			ref.feed(b)
+		}
+		want := ref.allTraces() // closed turns only: no shutdown flush yet
+		refStats := ref.core().engine.Stats()
+		refOpen := ref.core().engine.OpenTurns()
+		ref.shutdown()
+
+		for k := 1; k < len(bs); k++ {
+			t.Run(fmt.Sprintf("%s/kill-after-%d-of-%d", filepath.Base(filepath.Dir(rel)), k, len(bs)), func(t *testing.T) {
+				dir := t.TempDir()
+				run1 := journaled(t, dir)
+				for _, b := range bs[:k] {
+					run1.feed(b)
+				}
+				run1.crash()
+
+				run2 := journaled(t, dir)
+				for _, b := range bs[max(0, k-2):] {
+					run2.feed(b)
+				}
+				got := mergeTraces(run1, run2)
+				require.NoError(t, ptracetest.CompareTraces(want, got, ptracetest.IgnoreResourceSpansOrder()))
+				s1, s2 := run1.core().engine.Stats(), run2.core().engine.Stats()
+				require.Equal(t, refStats.Events, s1.Events+s2.Events, "events applied")
+				require.Equal(t, refStats.TurnsClosed, s1.TurnsClosed+s2.TurnsClosed, "turns closed")
+				require.Equal(t, refOpen, run2.core().engine.OpenTurns(), "turns open at the end")
+
+				// A clean stop with a journal keeps the open turns open
+				// (no dangling span), and the next start has them again.
+				n := run2.traces.SpanCount()
+				run2.shutdown()
+				require.Equal(t, n, run2.traces.SpanCount(), "spans emitted at a journaled shutdown")
+				run3 := journaled(t, dir)
+				require.Equal(t, refOpen, run3.core().engine.OpenTurns(), "turns open after a clean restart")
+				run3.shutdown()
+			})
+		}
+	}
+}
+
+// Without a storage extension a clean stop closes the open turns as
+// dangling, cause shutdown (the behaviour the journal replaces).
+func TestNoJournalFlushesAtShutdown(t *testing.T) {
+	records, _ := buildRecords(t, filepath.Join(testcorpus.Dir(t),
+		"v0/packages/test-support/acp-snapshot/tests/fixtures/suite/pin-turn/session.jsonl"), "pin")
+	h := newHarness(t, createDefaultConfig(), nil, nil)
+	h.start()
+	h.feed(records)
+	before := h.traces.SpanCount()
+	h.shutdown()
+	require.Greater(t, h.traces.SpanCount(), before, "the open turn is flushed as dangling")
+}
+
+// What the journal keeps shrinks with the turns: once a session's turns
+// are all closed, none of its records remain, only its mark.
+func TestJournalKeepsOnlyOpenTurns(t *testing.T) {
+	records, _ := buildRecords(t, filepath.Join(testcorpus.Dir(t),
+		"v0/apps/web/tests/snapshots/goal-multi-turn-actions/session.jsonl"), "multi")
+	h := journaled(t, t.TempDir())
+	var maxChunks int
+	for _, b := range batches(records, 3) {
+		h.feed(b)
+		for _, e := range h.core().journal.sessions {
+			maxChunks = max(maxChunks, len(e.Chunks))
+		}
+	}
+	require.Positive(t, maxChunks, "an open turn's records were journaled")
+	require.Zero(t, h.core().engine.OpenTurns())
+	for id, e := range h.core().journal.sessions {
+		require.Empty(t, e.Chunks, "session %s: chunks left with no turn open", id)
+		raw, err := h.core().journal.client.Get(context.Background(), chunkKey(id, 0))
+		require.NoError(t, err)
+		require.Nil(t, raw, "session %s: chunk 0 still stored", id)
+	}
+	h.shutdown()
+}
+
+// A storage extension that is missing or is no storage fails Start.
+func TestJournalStorageMissing(t *testing.T) {
+	cfg := createDefaultConfig()
+	id := component.MustNewID("file_storage")
+	cfg.Storage = &id
+	h := newHarness(t, cfg, nil, nil)
+	err := h.toTr.Start(context.Background(), componenttest.NewNopHost())
+	require.ErrorContains(t, err, "storage extension file_storage not found")
+	h.shutdown()
+}

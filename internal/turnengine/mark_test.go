@@ -1,0 +1,73 @@
+package turnengine
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
+
+	"github.com/dshtrace/dshtrace/internal/testcorpus"
+)
+
+// A session stopped anywhere — between any two events — and resumed on a
+// new engine from its Mark and the events it retains yields the same
+// spans, ids included, as one engine that saw it all; every event counts
+// once across the two engines; and re-delivered events before the stop
+// are duplicates, not new turns.
+func TestResumeEqualsUninterrupted(t *testing.T) {
+	dir := testcorpus.Dir(t)
+	for _, rel := range testcorpus.Files(t) {
+		inputs := loadFile(t, filepath.Join(dir, rel), "s")
+		if len(inputs) == 0 {
+			continue
+		}
+		whole, want := run(Config{}, inputs)
+		total := whole.Stats()
+		// Every cut for short logs, about 24 spread over long ones.
+		stride := max(1, len(inputs)/24)
+		for k := 0; k <= len(inputs); k += stride {
+			e1 := New(Config{})
+			for _, in := range inputs[:k] {
+				e1.Ingest(in, epoch)
+			}
+			turns := e1.Drain()
+			m, ok := e1.Mark("s")
+			if !ok && k > 0 {
+				t.Fatalf("%s cut %d: no mark", rel, k)
+			}
+
+			e2 := New(Config{})
+			if ok {
+				e2.Resume("s", m, epoch)
+				for _, in := range inputs[:k] {
+					if in.Event.Seq >= m.Retain {
+						e2.Ingest(in, epoch)
+					}
+				}
+			}
+			// The source re-delivers a few events from before the stop.
+			for _, in := range inputs[max(0, k-3):k] {
+				e2.Ingest(in, epoch)
+			}
+			for _, in := range inputs[k:] {
+				e2.Ingest(in, epoch)
+			}
+			e2.Flush(CauseEndOfInput, epoch)
+			turns = append(turns, e2.Drain()...)
+
+			if err := ptracetest.CompareTraces(want, Traces(turns), ptracetest.IgnoreResourceSpansOrder()); err != nil {
+				t.Fatalf("%s stopped after %d of %d events (mark %+v): %v", rel, k, len(inputs), m, err)
+			}
+			s1, s2 := e1.Stats(), e2.Stats()
+			if got := s1.Events + s2.Events; got != total.Events {
+				t.Errorf("%s cut %d: %d + %d events applied, want %d", rel, k, s1.Events, s2.Events, total.Events)
+			}
+			if got := s1.TurnsClosed + s2.TurnsClosed; got != total.TurnsClosed {
+				t.Errorf("%s cut %d: %d + %d turns closed, want %d", rel, k, s1.TurnsClosed, s2.TurnsClosed, total.TurnsClosed)
+			}
+			if got := s1.Violations + s2.Violations; got != total.Violations {
+				t.Errorf("%s cut %d: %d + %d violations, want %d", rel, k, s1.Violations, s2.Violations, total.Violations)
+			}
+		}
+	}
+}
