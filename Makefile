@@ -43,8 +43,29 @@ FUZZ_PKGS ?= ./sessionlog ./receiver/sessionevent \
 fuzz:
 	GO=$(GO) FUZZTIME=$(FUZZTIME) tools/fuzz.sh $(FUZZ_PKGS)
 
-bench:
+# Benchmarks (BENCHMARKS.md). bench: the codec, dshtrace against a filelog
+# pipeline on the same files (full size) and the collector's memory as
+# sessions grow and turns stay open. bench-quick: the comparison at a small
+# size (minutes, the distributions cached), ending with the line
+# `throughput ratio dshtrace/filelog: X.XX`.
+.PHONY: bench-quick bench-vsfilelog bench-scale bench-dists
+bench: bench-dists
 	./bench/codec.sh
+	GO=$(GO) ./bench/vsfilelog.sh full
+	GO=$(GO) ./bench/scale.sh
+
+bench-quick: bench-dists
+	GO=$(GO) ./bench/vsfilelog.sh quick
+
+bench-vsfilelog: bench-dists
+	GO=$(GO) ./bench/vsfilelog.sh full
+
+bench-scale: bench-dists
+	GO=$(GO) ./bench/scale.sh
+
+# The two bench distributions (ocb, cached under bin/bench/).
+bench-dists:
+	GO=$(GO) ./bench/build.sh >/dev/null
 
 clean:
 	rm -rf $(BIN)

@@ -39,6 +39,13 @@ fi
 
 # Go sources of this module that a distribution compiles (tests excluded).
 module_sources() {
+	if ! git rev-parse --is-inside-work-tree >/dev/null 2>&1; then # an exported tree
+		case $1 in
+		dsh) find . -name '*.go' ! -name '*_test.go' ! -path './bin/*' ! -path './cmd/*' ! -path './bench/*' ! -path './e2e/*' ! -path './tools/*' ;;
+		filelog) find internal/countexporter -name '*.go' ! -name '*_test.go' ;;
+		esac
+		return
+	fi
 	case $1 in
 	dsh) git ls-files -co --exclude-standard -- '*.go' ':!:*_test.go' ':!:cmd/' ':!:bench/' ':!:e2e/' ':!:tools/' ;;
 	filelog) git ls-files -co --exclude-standard -- 'internal/countexporter/*.go' ':!:*_test.go' ;;

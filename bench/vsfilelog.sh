@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# vsfilelog.sh [quick|full] — dshtrace against what a collector user would run
+# instead, on the same files, in one run:
+#
+#   (a) otelcol-dsh-bench tailing the corpus: session_event → turn_state
+#       (traces + metrics) → count, the log records → count as well
+#   (b) otelcol-filelog-bench: filelog + json_parser → count
+#   (c) the I/O floor: reading the files
+#
+# It builds both distributions (bench/build.sh, cached), writes the corpus
+# with bench/gen (cached by its parameters and the generator's source), and
+# runs bench/harness compare, which prints each run, a table of medians, the
+# ratios and, last, `throughput ratio dshtrace/filelog: X.XX`.
+#
+# Sizes (override any with the environment):
+#   quick  SESSIONS=96  TURNS=40 → ~390k events, ~50 MiB, RUNS=3
+#   full   SESSIONS=400 TURNS=40 → ~1.6M events, ~210 MiB, RUNS=3
+#   STEPS=3 TOOLS=2 CHUNKS=20 FORMAT=mix SEED=1 (bench/gen's flags)
+#   BENCH_CACHE   where corpora are kept (default ${XDG_CACHE_HOME:-~/.cache}/dshtrace-bench)
+#   DSH_BENCH, FILELOG_BENCH  prebuilt distributions to use instead of building
+#   GO            the go command
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+size=${1:-quick}
+case $size in
+quick) : "${SESSIONS:=96}" "${TURNS:=40}" ;;
+full) : "${SESSIONS:=400}" "${TURNS:=40}" ;;
+*) echo "usage: bench/vsfilelog.sh [quick|full]" >&2; exit 2 ;;
+esac
+: "${STEPS:=3}" "${TOOLS:=2}" "${CHUNKS:=20}" "${FORMAT:=mix}" "${SEED:=1}" "${RUNS:=3}"
+go=${GO:-go}
+export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
+
+if [[ -z ${DSH_BENCH:-} || -z ${FILELOG_BENCH:-} ]]; then
+	dists=$(bench/build.sh dsh filelog)
+	eval "$dists"
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$go" build -o "$tmp/gen" ./bench/gen
+"$go" build -o "$tmp/harness" ./bench/harness
+
+corpus=$(bench/corpus.sh "$tmp/gen" -sessions "$SESSIONS" -turns "$TURNS" -steps "$STEPS" \
+	-tools "$TOOLS" -chunks "$CHUNKS" -format "$FORMAT" -seed "$SEED")
+echo "# $size: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg), $("$go" version | cut -d' ' -f3)"
+"$tmp/harness" compare -dsh "$DSH_BENCH" -filelog "$FILELOG_BENCH" -corpus "$corpus" -runs "$RUNS"
