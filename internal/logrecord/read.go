@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -81,6 +82,11 @@ func (r *Reader) state(session string) *readState {
 // Forget drops what the Reader keeps of a session.
 func (r *Reader) Forget(session string) { delete(r.sessions, session) }
 
+// stringBytes views a record's string as bytes without copying it. The
+// decoder only reads its input (the Row it returns keeps the slice as
+// Row.Bytes, which nothing writes to), so the string stays immutable.
+func stringBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
 func strAttr(m pcommon.Map, key string) string {
 	if v, ok := m.Get(key); ok && v.Type() == pcommon.ValueTypeStr {
 		return v.Str()
@@ -119,13 +125,13 @@ func (r *Reader) Read(res pcommon.Resource, lr plog.LogRecord) (Record, error) {
 		if session == "" || lr.Body().Type() != pcommon.ValueTypeStr {
 			return Record{}, fmt.Errorf("%w: %s record without session.id or string body", ErrNotSession, name)
 		}
-		return r.decode(session, OriginReceiver, []byte(lr.Body().Str()), name == EventNameHeader, attrs)
+		return r.decode(session, OriginReceiver, stringBytes(lr.Body().Str()), name == EventNameHeader, attrs)
 	case name == "session-log" || strAttr(attrs, "content") != "":
 		content := strAttr(attrs, "content")
 		if session == "" || content == "" {
 			return Record{}, fmt.Errorf("%w: session-log record without sessionId or content", ErrNotSession)
 		}
-		return r.decode(session, OriginDshV4, []byte(content), false, attrs)
+		return r.decode(session, OriginDshV4, stringBytes(content), false, attrs)
 	}
 	typ := strAttr(attrs, AttrEventType)
 	seq, hasSeq := intAttr(attrs, AttrEventSeq)

@@ -109,11 +109,15 @@ type Metrics struct {
 	defs      map[string]*metricDef
 	now       time.Time
 	keyBuf    []byte
+	// eventPoints maps a raw event type to its dsh.session.events point
+	// (after the cap), so counting an event is one lookup.
+	eventPoints map[string]*point
 }
 
 func newMetrics() *Metrics {
 	m := &Metrics{maxValues: 100, admitted: map[string]map[string]struct{}{},
-		series: map[string]map[string]*point{}, defs: map[string]*metricDef{}}
+		series: map[string]map[string]*point{}, defs: map[string]*metricDef{},
+		eventPoints: map[string]*point{}}
 	for i, d := range metricDefs {
 		m.series[d.name] = map[string]*point{}
 		m.defs[d.name] = &metricDefs[i]
@@ -125,6 +129,7 @@ func newMetrics() *Metrics {
 func (m *Metrics) SetMaxValues(n int) {
 	if n > 0 {
 		m.maxValues = n
+		clear(m.eventPoints)
 	}
 }
 
@@ -189,7 +194,17 @@ func (m *Metrics) observe(name string, v float64, ex exemplar, a attrSet) {
 }
 
 func (m *Metrics) recordEvent(typ string) {
-	m.add(MetricSessionEvents, 1, attrs(kv{"event.type", m.capped("event.type", typ)}))
+	if p := m.eventPoints[typ]; p != nil {
+		p.value++
+		return
+	}
+	p := m.point(MetricSessionEvents, attrs(kv{"event.type", m.capped("event.type", typ)}))
+	p.value++
+	// Types past the cap share the "other" point; remember a bounded
+	// number of raw types, so that hostile input cannot grow the map.
+	if len(m.eventPoints) < 4*m.maxValues {
+		m.eventPoints[typ] = p
+	}
 }
 
 // RecordViolation counts one invariant violation by its code.
