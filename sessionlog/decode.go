@@ -74,6 +74,63 @@ type RowDecoder struct {
 	format      Format
 	rows        int
 	header      *Header
+
+	// The row being decoded is built here, then moved by emit into one
+	// allocation with its event and the event's detail or chunk.
+	row   Row
+	ev    [1]Event
+	det   Detail
+	chunk Chunk
+}
+
+// A row of one event, allocated together (see emit).
+type (
+	rowWithEvent struct {
+		row Row
+		ev  [1]Event
+	}
+	rowWithDetail struct {
+		row Row
+		ev  [1]Event
+		det Detail
+	}
+	rowWithChunk struct {
+		row   Row
+		ev    [1]Event
+		chunk Chunk
+	}
+)
+
+// emit moves the row decoded in d.row (and its event, detail and chunk
+// when they are in d's fields) into memory of its own and clears d's.
+func (d *RowDecoder) emit() *Row {
+	var r *Row
+	if len(d.row.Events) == 1 && &d.row.Events[0] == &d.ev[0] {
+		switch e := &d.ev[0]; {
+		case e.Detail == &d.det:
+			o := &rowWithDetail{row: d.row, ev: d.ev, det: d.det}
+			o.ev[0].Detail = &o.det
+			r = &o.row
+			r.Events = o.ev[:]
+		case e.Chunk == &d.chunk:
+			o := &rowWithChunk{row: d.row, ev: d.ev, chunk: d.chunk}
+			o.ev[0].Chunk = &o.chunk
+			r = &o.row
+			r.Events = o.ev[:]
+		default:
+			o := &rowWithEvent{row: d.row, ev: d.ev}
+			r = &o.row
+			r.Events = o.ev[:]
+		}
+	} else {
+		r = new(Row)
+		*r = d.row
+	}
+	for i := range r.Events {
+		r.Events[i].Row = r
+	}
+	d.row, d.ev[0], d.det, d.chunk = Row{}, Event{}, Detail{}, Chunk{}
+	return r
 }
 
 // NewRowDecoder returns a RowDecoder with the given limits (zero = default).
@@ -109,42 +166,40 @@ func (d *RowDecoder) SetFormat(f Format) { d.format = f }
 // row is a Violation in Row.Problems.
 func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 	d.rows++
-	r := &Row{Line: line, Bytes: b}
-	if len(b) > d.maxRowBytes {
-		r.Kind = RowInvalid
-		r.problem(-1, CodeRowTooLong, fmt.Sprintf("row of %d bytes exceeds the limit of %d bytes", len(b), d.maxRowBytes))
+	invalid := func(code, msg string) (*Row, error) {
+		r := &Row{Line: line, Bytes: b, Kind: RowInvalid}
+		r.problem(-1, code, msg)
 		return r, nil
 	}
+	if len(b) > d.maxRowBytes {
+		return invalid(CodeRowTooLong, fmt.Sprintf("row of %d bytes exceeds the limit of %d bytes", len(b), d.maxRowBytes))
+	}
 	if !utf8.Valid(b) {
-		r.Kind = RowInvalid
-		r.problem(-1, CodeUTF8Invalid, fmt.Sprintf("row is not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b)))
-		return r, nil
+		return invalid(CodeUTF8Invalid, fmt.Sprintf("row is not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b)))
 	}
 	t := getTape()
 	defer putTape(t)
 	syntax, lossless := t.parse(b, d.maxDepth)
 	if syntax != nil {
-		r.Kind = RowInvalid
-		r.problem(-1, syntax.code, fmt.Sprintf("%s at byte %d", syntax.msg, syntax.offset))
-		return r, nil
+		return invalid(syntax.code, fmt.Sprintf("%s at byte %d", syntax.msg, syntax.offset))
 	}
 	v := t.root()
 	if v.Type() != tObject {
-		r.Kind = RowInvalid
-		r.problem(-1, CodeRowNotObject, fmt.Sprintf("row is a JSON %s, not an object", v.Type()))
-		return r, nil
+		return invalid(CodeRowNotObject, fmt.Sprintf("row is a JSON %s, not an object", v.Type()))
 	}
+	d.row = Row{Line: line, Bytes: b}
+	r := &d.row
 	env := d.unwrap(r, v)
 	if !env.ok() {
-		return r, nil
+		return d.emit(), nil
 	}
 	if err := d.decodeRecord(r, env); err != nil {
-		return r, err
+		return d.emit(), err
 	}
 	if lossless != nil && r.Kind != RowInvalid {
 		r.problem(r.firstSeq(), lossless.code, fmt.Sprintf("%s (byte %d)", lossless.msg, lossless.offset))
 	}
-	return r, nil
+	return d.emit(), nil
 }
 
 func (r *Row) problem(seq int64, code, msg string) {
@@ -251,7 +306,7 @@ func (d *RowDecoder) decodeRecord(r *Row, v jv) error {
 		}
 	}
 	r.Kind = RowEvent
-	r.Events = make([]Event, 1)
+	r.Events = d.ev[:]
 	e := &r.Events[0]
 	e.Row = r
 	e.Type = typ
@@ -367,9 +422,13 @@ func intField(v jv, key string) (int64, bool) {
 	return n, true
 }
 
-var envelopeKeysV2 = map[string]bool{
-	"type": true, "seq": true, "time": true, "data": true,
-	"ignorable": true, "surfaceOp": true, "sourceEventSeqs": true,
+// envelopeKeyV2 reports whether a v2+ event record may carry key.
+func envelopeKeyV2(key string) bool {
+	switch key {
+	case "type", "seq", "time", "data", "ignorable", "surfaceOp", "sourceEventSeqs":
+		return true
+	}
+	return false
 }
 
 // decodeEnvelope fills e from an event record (§3) and its typed payload.
@@ -400,7 +459,7 @@ func (d *RowDecoder) decodeEnvelope(r *Row, e *Event, v jv) {
 	}
 	if d.format.RulesVersion() >= 2 {
 		v.GetObject().Visit(func(k string, _ jv) {
-			if !envelopeKeysV2[string(k)] {
+			if !envelopeKeyV2(k) {
 				r.problem(e.Seq, CodeEnvelopeExtraKeys, fmt.Sprintf("the v2+ envelope is closed; %q is not allowed", k))
 			}
 		})
@@ -548,7 +607,7 @@ func (d *RowDecoder) decodeData(r *Row, e *Event, data jv) {
 	case "turn/start", "step/start", "step/end", "assistant/chunk", "assistant/attempt":
 	default:
 		if knownTypes[e.Type] {
-			e.Detail = new(Detail)
+			e.Detail = &d.det
 		}
 	}
 	if n, ok := intField(data, "turn"); ok {
@@ -595,7 +654,8 @@ func (d *RowDecoder) decodeData(r *Row, e *Event, data jv) {
 		e.Stream = decodeStream(data.Get("stream"))
 	case "assistant/chunk":
 		d.evidence(0, false)
-		e.Chunk = decodeChunk(data.Get("chunk"))
+		e.Chunk = &d.chunk
+		decodeChunk(e.Chunk, data.Get("chunk"))
 	case "request/header":
 		e.HasSystem = data.Get("header", "system").ok()
 		e.Provider = string(data.GetStringBytes("header", "config", "provider"))
@@ -769,32 +829,31 @@ func decodeFinish(c jv) *Finish {
 	return f
 }
 
-// decodeChunk reads a StreamChunk (§8.3).
-func decodeChunk(c jv) *Chunk {
+// decodeChunk reads a StreamChunk (§8.3) into ch, which must be zero.
+func decodeChunk(ch *Chunk, c jv) {
 	if !c.ok() || c.Type() != tObject {
-		return &Chunk{}
+		return
 	}
-	ch := &Chunk{Type: string(c.GetStringBytes("type"))}
+	ch.Type = c.GetStringBytes("type")
 	if n, ok := intField(c, "index"); ok {
 		ch.Index, ch.HasIndex = n, true
 	}
 	switch ch.Type {
 	case "text-delta", "reasoning-delta":
-		ch.DeltaBytes = len(c.GetStringBytes("text"))
+		ch.DeltaBytes = c.Get("text").unescapedLen()
 	case "tool-call-delta":
 		ch.ID = string(c.GetStringBytes("id"))
 		ch.Name = string(c.GetStringBytes("name"))
 		if a := c.Get("argumentsDelta"); a.ok() {
-			ch.DeltaBytes = len(a.GetStringBytes())
+			ch.DeltaBytes = a.unescapedLen()
 		} else {
-			ch.DeltaBytes = len(c.GetStringBytes("arguments")) // seed dialect
+			ch.DeltaBytes = c.Get("arguments").unescapedLen() // seed dialect
 		}
 	case "usage":
 		ch.Usage = decodeUsage(c.Get("usage"))
 	case "finish":
 		ch.Finish = decodeFinish(c)
 	}
-	return ch
 }
 
 // decodeStream summarizes an embedded stream (§4.3).
@@ -846,11 +905,11 @@ func decodeStream(s jv) *Stream {
 			case "finish":
 				st.Finish = decodeFinish(c)
 			case "text-delta", "reasoning-delta":
-				if !st.HasDelta && len(c.GetStringBytes("text")) > 0 {
+				if !st.HasDelta && c.Get("text").strLen() > 0 {
 					st.FirstDeltaTime, st.HasDelta = t, true
 				}
 			case "tool-call-delta":
-				if !st.HasDelta && len(c.GetStringBytes("argumentsDelta")) > 0 {
+				if !st.HasDelta && c.Get("argumentsDelta").strLen() > 0 {
 					st.FirstDeltaTime, st.HasDelta = t, true
 				}
 			}
@@ -866,10 +925,19 @@ func decodeStream(s jv) *Stream {
 	return st
 }
 
-var (
-	packedKeysText = map[string]bool{"turn": true, "step": true, "index": true, "dt": true, "texts": true}
-	packedKeysTool = map[string]bool{"turn": true, "step": true, "index": true, "dt": true, "id": true, "name": true, "args": true}
-)
+// packedKey reports whether a packed row's data may carry key (tool:
+// of a tool-call-chunks row).
+func packedKey(key string, tool bool) bool {
+	switch key {
+	case "turn", "step", "index", "dt":
+		return true
+	case "texts":
+		return !tool
+	case "id", "name", "args":
+		return tool
+	}
+	return false
+}
 
 // decodePacked validates a v0/v1 packed chunk row against its exact schema
 // and expands it into its assistant/chunk events (§4.1).
@@ -899,13 +967,14 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 		fail(seq0, typ+" row data must be an object")
 		return
 	}
-	allowed, membersKey := packedKeysText, "texts"
-	if typ == "tool-call-chunks" {
-		allowed, membersKey = packedKeysTool, "args"
+	tool := typ == "tool-call-chunks"
+	membersKey := "texts"
+	if tool {
+		membersKey = "args"
 	}
 	var extra string
 	data.GetObject().Visit(func(k string, _ jv) {
-		if !allowed[string(k)] && extra == "" {
+		if extra == "" && !packedKey(k, tool) {
 			extra = string(k)
 		}
 	})
@@ -920,41 +989,42 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 		fail(seq0, typ+" row data needs integer turn, step and index")
 		return
 	}
-	// One pass over dt and one over the members: no slice of values.
-	dt := data.Get("dt")
-	var dts []int64
-	dtOK := true // every entry read (each's result only says dt is an array)
-	dt.each(func(x jv) bool {
-		n, err := x.Int64()
-		if err != nil || n > maxSafeInteger || n < -maxSafeInteger {
-			dtOK = false
-			return false
-		}
-		dts = append(dts, n)
-		return true
-	})
-	var lens []int
-	membersOK := true
-	data.Get(membersKey).each(func(m jv) bool {
+	// The members and dt are checked in place, then expanded in one walk
+	// over both: no slices of values.
+	members := data.Get(membersKey)
+	nMembers := 0
+	membersOK := true // every member a string
+	members.each(func(m jv) bool {
 		if m.Type() != tString {
 			membersOK = false
 			return false
 		}
-		lens = append(lens, m.strLen()) // the encoded length: zero only for ""
+		nMembers++
+		return true
+	})
+	dt := data.Get("dt")
+	nDt := 0
+	dtOK := true // every entry a safe integer
+	dt.each(func(x jv) bool {
+		if _, ok := safeInt(x); !ok {
+			dtOK = false
+			return false
+		}
+		nDt++
 		return true
 	})
 	switch {
-	case !membersOK && data.Get(membersKey).Type() == tArray:
-		fail(seq0+int64(len(lens)), fmt.Sprintf("%s member %d is not a string", membersKey, len(lens)))
+	case !membersOK:
+		fail(seq0+int64(nMembers), fmt.Sprintf("%s member %d is not a string", membersKey, nMembers))
 		return
-	case len(lens) == 0:
+	case nMembers == 0:
 		fail(seq0, fmt.Sprintf("%s row needs a non-empty %q array", typ, membersKey))
 		return
-	case dt.Type() != tArray || dt.arrayLen() != len(lens)-1:
-		fail(seq0, fmt.Sprintf("%s row needs \"dt\" with %d entries (members − 1)", typ, len(lens)-1))
+	case dt.Type() != tArray || dt.arrayLen() != nMembers-1:
+		fail(seq0, fmt.Sprintf("%s row needs \"dt\" with %d entries (members − 1)", typ, nMembers-1))
 		return
 	case !dtOK:
-		fail(seq0+int64(len(dts))+1, fmt.Sprintf("dt[%d] is not a safe integer", len(dts)))
+		fail(seq0+int64(nDt)+1, fmt.Sprintf("dt[%d] is not a safe integer", nDt))
 		return
 	}
 	var id, name string
@@ -982,18 +1052,23 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	default:
 		chunkType = "tool-call-delta"
 	}
-	events := make([]Event, len(lens))
-	chunks := make([]Chunk, len(lens))
+	events := make([]Event, nMembers)
+	chunks := make([]Chunk, nMembers)
 	t := time0
-	for k, n := range lens {
+	m, x := members.first(), dt.first()
+	for k := range events {
 		if k > 0 {
-			t += dts[k-1]
+			n, _ := safeInt(x)
+			x = x.after()
+			t += n
 			if t > maxSafeInteger || t < -maxSafeInteger {
 				fail(seq0+int64(k), "reconstructed time is not a safe integer")
 				return
 			}
 		}
-		chunks[k] = Chunk{Type: chunkType, Index: index, HasIndex: true, DeltaBytes: n, ID: id, Name: name}
+		// DeltaBytes is the encoded length: zero only for "".
+		chunks[k] = Chunk{Type: chunkType, Index: index, HasIndex: true, DeltaBytes: m.strLen(), ID: id, Name: name}
+		m = m.after()
 		events[k] = Event{
 			Row: r, Member: k, Type: "assistant/chunk",
 			Seq: seq0 + int64(k), Time: t,
@@ -1002,6 +1077,16 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 		}
 	}
 	r.Events = events
+}
+
+// safeInt reads a safe integer value (a number without fraction or
+// exponent within ±(2^53-1)).
+func safeInt(v jv) (int64, bool) {
+	n, err := v.Int64()
+	if err != nil || n > maxSafeInteger || n < -maxSafeInteger {
+		return 0, false
+	}
+	return n, true
 }
 
 // IsSurfaceType reports whether events of type typ are surface events in

@@ -791,6 +791,9 @@ func checkTape(t *testing.T, b []byte) {
 		if s, want := tp.str(uint32(i)), gjson.Parse(raw).Str; s != want {
 			t.Fatalf("string %s reads %q, gjson %q", raw, s, want)
 		}
+		if l := (jv{tp, uint32(i)}).unescapedLen(); l != len(tp.str(uint32(i))) {
+			t.Fatalf("string %s: unescapedLen %d, unescaped %d bytes", raw, l, len(tp.str(uint32(i))))
+		}
 	}
 }
 

@@ -132,6 +132,18 @@ func (v jv) strLen() int {
 	return int(n.end - n.start)
 }
 
+// unescapedLen is len(v.String()) without building the string.
+func (v jv) unescapedLen() int {
+	if v.t == nil || v.t.nodes[v.i].typ != tString {
+		return 0
+	}
+	n := &v.t.nodes[v.i]
+	if !n.esc {
+		return int(n.end - n.start)
+	}
+	return unescapedLen(v.t.s[n.start:n.end])
+}
+
 // GetStringBytes is the string at the path, or "" for anything else.
 func (v jv) GetStringBytes(keys ...string) string {
 	return v.Get(keys...).String()
@@ -166,6 +178,25 @@ func (v jv) each(f func(el jv) bool) bool {
 		}
 	}
 	return true
+}
+
+// first is an array's first element (missing when it has none), for a walk
+// with after.
+func (v jv) first() jv {
+	if v.Type() != tArray || v.t.nodes[v.i].next == v.i+1 {
+		return jv{}
+	}
+	return jv{v.t, v.i + 1}
+}
+
+// after is the value after v: its next sibling in the enclosing array when
+// v is an array element and not the last one. Walking past the last
+// element is the caller's to prevent (it yields the array's follower).
+func (v jv) after() jv {
+	if v.t == nil {
+		return jv{}
+	}
+	return jv{v.t, v.t.nodes[v.i].next}
 }
 
 // arrayLen counts an array's elements (0 for anything else).
@@ -316,6 +347,36 @@ func unescape(s string) string {
 		}
 	}
 	return string(out)
+}
+
+// unescapedLen is len(unescape(s)).
+func unescapedLen(s string) int {
+	l := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			l++
+			continue
+		}
+		i++
+		if s[i] != 'u' {
+			l++
+			continue
+		}
+		r := hex4(s[i+1:])
+		i += 4
+		if r >= 0xD800 && r < 0xDC00 && len(s)-i > 6 && s[i+1] == '\\' && s[i+2] == 'u' {
+			if r2 := hex4(s[i+3:]); r2 >= 0xDC00 && r2 < 0xE000 {
+				r = utf16.DecodeRune(r, r2)
+				i += 6
+			}
+		}
+		if n := utf8.RuneLen(r); n > 0 {
+			l += n
+		} else {
+			l += len(string(utf8.RuneError)) // a lone surrogate
+		}
+	}
+	return l
 }
 
 // hex4 is the value of four hex digits (checked by the parser).
