@@ -75,15 +75,13 @@ type RowDecoder struct {
 	rows        int
 	header      *Header
 
-	// The row being decoded is built here, then moved by emit into one
-	// allocation with its event and the event's detail or chunk.
-	row   Row
-	ev    [1]Event
-	det   Detail
-	chunk Chunk
+	// The detail and chunk of the event being decoded, allocated with its
+	// row (see newEventRow); nil when the row has none.
+	det   *Detail
+	chunk *Chunk
 }
 
-// A row of one event, allocated together (see emit).
+// A row of one event, allocated together (see newEventRow).
 type (
 	rowWithEvent struct {
 		row Row
@@ -101,36 +99,53 @@ type (
 	}
 )
 
-// emit moves the row decoded in d.row (and its event, detail and chunk
-// when they are in d's fields) into memory of its own and clears d's.
-func (d *RowDecoder) emit() *Row {
+// newEventRow allocates a row of one event of type typ in one piece with
+// the event and, when the type has them, its detail or chunk (d.det,
+// d.chunk, for decodeData to take).
+func (d *RowDecoder) newEventRow(typ string) *Row {
 	var r *Row
-	if len(d.row.Events) == 1 && &d.row.Events[0] == &d.ev[0] {
-		switch e := &d.ev[0]; {
-		case e.Detail == &d.det:
-			o := &rowWithDetail{row: d.row, ev: d.ev, det: d.det}
-			o.ev[0].Detail = &o.det
-			r = &o.row
-			r.Events = o.ev[:]
-		case e.Chunk == &d.chunk:
-			o := &rowWithChunk{row: d.row, ev: d.ev, chunk: d.chunk}
-			o.ev[0].Chunk = &o.chunk
-			r = &o.row
-			r.Events = o.ev[:]
-		default:
-			o := &rowWithEvent{row: d.row, ev: d.ev}
-			r = &o.row
-			r.Events = o.ev[:]
-		}
-	} else {
-		r = new(Row)
-		*r = d.row
+	d.det, d.chunk = nil, nil
+	switch {
+	case typ == "assistant/chunk":
+		o := new(rowWithChunk)
+		r, d.chunk = &o.row, &o.chunk
+		r.Events = o.ev[:]
+	case hasDetail(typ):
+		o := new(rowWithDetail)
+		r, d.det = &o.row, &o.det
+		r.Events = o.ev[:]
+	default:
+		o := new(rowWithEvent)
+		r = &o.row
+		r.Events = o.ev[:]
 	}
-	for i := range r.Events {
-		r.Events[i].Row = r
-	}
-	d.row, d.ev[0], d.det, d.chunk = Row{}, Event{}, Detail{}, Chunk{}
 	return r
+}
+
+// hasDetail reports whether events of type typ carry a Detail.
+func hasDetail(typ string) bool {
+	switch typ {
+	case "turn/start", "step/start", "step/end", "assistant/chunk", "assistant/attempt":
+		return false
+	}
+	return knownTypes[typ]
+}
+
+// wrapping is what a row's line wrapper (§9) says, read before the record
+// inside is decoded.
+type wrapping struct {
+	wrapper   Wrapper
+	method    string
+	sessionID string
+	// kind is RowOther or RowInvalid for a row that carries no record
+	// (problem says why it is invalid), else RowEvent.
+	kind    RowKind
+	problem string
+}
+
+func (w *wrapping) fill(r *Row, line int, b []byte) {
+	r.Line, r.Bytes = line, b
+	r.Wrapper, r.Method, r.SessionID = w.wrapper, w.method, w.sessionID
 }
 
 // NewRowDecoder returns a RowDecoder with the given limits (zero = default).
@@ -187,19 +202,24 @@ func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 	if v.Type() != tObject {
 		return invalid(CodeRowNotObject, fmt.Sprintf("row is a JSON %s, not an object", v.Type()))
 	}
-	d.row = Row{Line: line, Bytes: b}
-	r := &d.row
-	env := d.unwrap(r, v)
+	var w wrapping
+	env := unwrap(&w, v)
 	if !env.ok() {
-		return d.emit(), nil
+		r := &Row{Kind: w.kind}
+		w.fill(r, line, b)
+		if w.problem != "" {
+			r.problem(-1, CodeWrapperInvalid, w.problem)
+		}
+		return r, nil
 	}
-	if err := d.decodeRecord(r, env); err != nil {
-		return d.emit(), err
+	r, err := d.decodeRecord(&w, line, b, env)
+	if err != nil {
+		return r, err
 	}
 	if lossless != nil && r.Kind != RowInvalid {
 		r.problem(r.firstSeq(), lossless.code, fmt.Sprintf("%s (byte %d)", lossless.msg, lossless.offset))
 	}
-	return d.emit(), nil
+	return r, nil
 }
 
 func (r *Row) problem(seq int64, code, msg string) {
@@ -226,93 +246,170 @@ func firstInvalidUTF8(b []byte) int {
 
 // unwrap recognises the line wrappers of §9 and returns the record inside,
 // or nil when the row carries none (then r is complete).
-func (d *RowDecoder) unwrap(r *Row, v jv) jv {
-	typ := string(v.GetStringBytes("type"))
-	if m := v.Get("method"); m.ok() && !v.Get("type").ok() {
-		r.Wrapper = WrapJSONRPC
-		r.Method = string(m.GetStringBytes())
+func unwrap(w *wrapping, v jv) jv {
+	// The first member of each name, found in one walk of the row.
+	var typ, method, id, event jv
+	v.GetObject().visitRaw(func(k uint32, val jv) {
+		t := v.t
+		switch {
+		case !typ.ok() && t.keyIs(k, "type"):
+			typ = val
+		case !method.ok() && t.keyIs(k, "method"):
+			method = val
+		case !id.ok() && t.keyIs(k, "id"):
+			id = val
+		case !event.ok() && t.keyIs(k, "event"):
+			event = val
+		}
+	})
+	if method.ok() && !typ.ok() {
+		w.wrapper = WrapJSONRPC
+		w.method = method.String()
 		params := v.Get("params")
 		if params.ok() {
-			r.SessionID = string(params.GetStringBytes("sessionId"))
+			w.sessionID = params.GetStringBytes("sessionId")
 		}
-		if r.Method != "session.event" {
-			r.Kind = RowOther
+		if w.method != "session.event" {
+			w.kind = RowOther
 			return jv{}
 		}
 		ev := params.Get("event")
-		if r.SessionID == "" || !ev.ok() || ev.Type() != tObject {
-			r.Kind = RowInvalid
-			r.problem(-1, CodeWrapperInvalid, "session.event notification needs params.sessionId (string) and params.event (object)")
+		if w.sessionID == "" || !ev.ok() || ev.Type() != tObject {
+			w.kind = RowInvalid
+			w.problem = "session.event notification needs params.sessionId (string) and params.event (object)"
 			return jv{}
 		}
 		return ev
 	}
-	if !v.Get("method").ok() && v.Get("id").ok() && !v.Get("type").ok() && !v.Get("event").ok() {
+	if !method.ok() && id.ok() && !typ.ok() && !event.ok() {
 		// A JSON-RPC response or request without a method we track.
-		r.Wrapper = WrapJSONRPC
-		r.Kind = RowOther
+		w.wrapper = WrapJSONRPC
+		w.kind = RowOther
 		return jv{}
 	}
-	switch typ {
+	switch t := typ.String(); t {
 	case "session_event":
-		r.Wrapper = WrapStreamJSON
-		r.Method = typ
-		r.SessionID = string(v.GetStringBytes("sessionId"))
-		ev := v.Get("event")
-		if r.SessionID == "" || !ev.ok() || ev.Type() != tObject {
-			r.Kind = RowInvalid
-			r.problem(-1, CodeWrapperInvalid, "session_event line needs sessionId (string) and event (object)")
+		w.wrapper = WrapStreamJSON
+		w.method = t
+		w.sessionID = v.GetStringBytes("sessionId")
+		if w.sessionID == "" || !event.ok() || event.Type() != tObject {
+			w.kind = RowInvalid
+			w.problem = "session_event line needs sessionId (string) and event (object)"
 			return jv{}
 		}
-		return ev
+		return event
 	case "result":
-		r.Wrapper = WrapStreamJSON
-		r.Method = typ
-		r.SessionID = string(v.GetStringBytes("sessionId"))
-		r.Kind = RowOther
+		w.wrapper = WrapStreamJSON
+		w.method = t
+		w.sessionID = v.GetStringBytes("sessionId")
+		w.kind = RowOther
 		return jv{}
 	}
-	if !v.Get("type").ok() && v.Get("event").ok() {
-		r.Wrapper = WrapEnvelope
-		r.SessionID = string(v.GetStringBytes("sessionId"))
-		ev := v.Get("event")
-		if r.SessionID == "" || ev.Type() != tObject {
-			r.Kind = RowInvalid
-			r.problem(-1, CodeWrapperInvalid, "{sessionId, event} line needs sessionId (string) and event (object)")
+	if !typ.ok() && event.ok() {
+		w.wrapper = WrapEnvelope
+		w.sessionID = v.GetStringBytes("sessionId")
+		if w.sessionID == "" || event.Type() != tObject {
+			w.kind = RowInvalid
+			w.problem = "{sessionId, event} line needs sessionId (string) and event (object)"
 			return jv{}
 		}
-		return ev
+		return event
 	}
 	return v
 }
 
-// decodeRecord decodes a header, packed row or event record.
-func (d *RowDecoder) decodeRecord(r *Row, v jv) error {
-	tv := v.Get("type")
+// decodeRecord decodes a header, packed row or event record into a new
+// row (line, b and w's fields filled in).
+func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jv) (*Row, error) {
+	var m record
+	m.read(v)
+	tv := m.typ
 	if !tv.ok() || tv.Type() != tString {
+		r := new(Row)
+		w.fill(r, line, b)
 		r.Kind = RowInvalid
 		r.problem(seqOf(v), CodeEnvelopeInvalid, "record has no string \"type\"")
-		return nil
+		return r, nil
 	}
-	typ := string(tv.GetStringBytes())
+	typ := tv.String()
 	switch typ {
 	case "session":
-		return d.decodeHeader(r, v)
+		r := new(Row)
+		w.fill(r, line, b)
+		return r, d.decodeHeader(r, v)
 	case "text-chunks", "reasoning-chunks", "tool-call-chunks":
-		if v.Get("seq0").ok() || !v.Get("seq").ok() {
+		if m.seq0.ok() || !m.seq.ok() {
+			r := new(Row)
+			w.fill(r, line, b)
 			d.evidence(0, false)
 			d.decodePacked(r, v, typ)
-			return nil
+			return r, nil
 		}
 	}
+	r := d.newEventRow(typ)
+	w.fill(r, line, b)
 	r.Kind = RowEvent
-	r.Events = d.ev[:]
 	e := &r.Events[0]
 	e.Row = r
 	e.Type = typ
 	e.Detail = noDetail
-	d.decodeEnvelope(r, e, v)
-	return nil
+	d.decodeEnvelope(r, e, v, &m)
+	d.det, d.chunk = nil, nil
+	return r, nil
+}
+
+// record holds the members of an event record the decoder reads (the
+// first of each name), found in one walk over the record.
+type record struct {
+	typ, seq, seq0, time, data, ignorable, surfaceOp, sources jv
+	// extra: the record has a key a v2+ envelope may not carry.
+	extra bool
+}
+
+func (m *record) read(v jv) {
+	t := v.t
+	end := t.nodes[v.i].next
+	for k := v.i + 1; k < end; k = t.nodes[k+1].next {
+		val := jv{t, k + 1}
+		var slot *jv
+		switch t.str(k) {
+		case "type":
+			slot = &m.typ
+		case "seq":
+			slot = &m.seq
+		case "time":
+			slot = &m.time
+		case "data":
+			slot = &m.data
+		case "ignorable":
+			slot = &m.ignorable
+		case "surfaceOp":
+			slot = &m.surfaceOp
+		case "sourceEventSeqs":
+			slot = &m.sources
+		case "seq0":
+			slot = &m.seq0
+			m.extra = true
+		default:
+			m.extra = true
+			continue
+		}
+		if !slot.ok() {
+			*slot = val
+		}
+	}
+}
+
+// intValue reads a safe integer (intField of a value found already).
+func intValue(f jv) (int64, bool) {
+	if !f.ok() || f.Type() != tNumber {
+		return 0, false
+	}
+	n, err := f.Int64()
+	if err != nil || n > maxSafeInteger || n < -maxSafeInteger {
+		return 0, false
+	}
+	return n, true
 }
 
 func seqOf(v jv) int64 {
@@ -410,17 +507,7 @@ func (d *RowDecoder) decodeHeader(r *Row, v jv) error {
 }
 
 // intField reads a safe integer member.
-func intField(v jv, key string) (int64, bool) {
-	f := v.Get(key)
-	if !f.ok() || f.Type() != tNumber {
-		return 0, false
-	}
-	n, err := f.Int64()
-	if err != nil || n > maxSafeInteger || n < -maxSafeInteger {
-		return 0, false
-	}
-	return n, true
-}
+func intField(v jv, key string) (int64, bool) { return intValue(v.Get(key)) }
 
 // envelopeKeyV2 reports whether a v2+ event record may carry key.
 func envelopeKeyV2(key string) bool {
@@ -432,9 +519,9 @@ func envelopeKeyV2(key string) bool {
 }
 
 // decodeEnvelope fills e from an event record (§3) and its typed payload.
-func (d *RowDecoder) decodeEnvelope(r *Row, e *Event, v jv) {
+func (d *RowDecoder) decodeEnvelope(r *Row, e *Event, v jv, m *record) {
 	e.Seq = -1
-	if n, ok := intField(v, "seq"); ok && n >= 0 {
+	if n, ok := intValue(m.seq); ok && n >= 0 {
 		e.Seq = n
 	} else {
 		r.Kind = RowInvalid
@@ -442,32 +529,32 @@ func (d *RowDecoder) decodeEnvelope(r *Row, e *Event, v jv) {
 		r.problem(-1, CodeEnvelopeInvalid, fmt.Sprintf("%s event has no non-negative integer \"seq\"", e.Type))
 		return
 	}
-	if n, ok := intField(v, "time"); ok {
+	if n, ok := intValue(m.time); ok {
 		e.Time = n
 	} else {
 		r.problem(e.Seq, CodeEnvelopeInvalid, fmt.Sprintf("%s event has no integer \"time\"", e.Type))
 	}
-	if ig := v.Get("ignorable"); ig.ok() {
+	if ig := m.ignorable; ig.ok() {
 		if ig.Type() != tTrue {
 			r.problem(e.Seq, CodeEnvelopeInvalid, "\"ignorable\" may only be the literal true")
 		}
 		e.Ignorable = true
 	}
-	data := v.Get("data")
+	data := m.data
 	if !data.ok() {
 		r.problem(e.Seq, CodeEnvelopeInvalid, fmt.Sprintf("%s event has no \"data\"", e.Type))
 	}
-	if d.format.RulesVersion() >= 2 {
+	if m.extra && d.format.RulesVersion() >= 2 {
 		v.GetObject().Visit(func(k string, _ jv) {
 			if !envelopeKeyV2(k) {
 				r.problem(e.Seq, CodeEnvelopeExtraKeys, fmt.Sprintf("the v2+ envelope is closed; %q is not allowed", k))
 			}
 		})
 	}
-	if op := v.Get("surfaceOp"); op.ok() {
+	if op := m.surfaceOp; op.ok() {
 		d.decodeSurfaceOp(r, e, op)
 	}
-	if src := v.Get("sourceEventSeqs"); src.ok() {
+	if src := m.sources; src.ok() {
 		decodeSources(r, e, src)
 	}
 	if data.ok() && data.Type() == tObject {
@@ -603,12 +690,8 @@ func decodeSources(r *Row, e *Event, src jv) {
 
 // decodeData reads the typed payload fields the validator and engine need.
 func (d *RowDecoder) decodeData(r *Row, e *Event, data jv) {
-	switch e.Type {
-	case "turn/start", "step/start", "step/end", "assistant/chunk", "assistant/attempt":
-	default:
-		if knownTypes[e.Type] {
-			e.Detail = &d.det
-		}
+	if d.det != nil { // the type has details (hasDetail)
+		e.Detail = d.det
 	}
 	if n, ok := intField(data, "turn"); ok {
 		e.Turn, e.HasTurn = n, true
@@ -654,7 +737,7 @@ func (d *RowDecoder) decodeData(r *Row, e *Event, data jv) {
 		e.Stream = decodeStream(data.Get("stream"))
 	case "assistant/chunk":
 		d.evidence(0, false)
-		e.Chunk = &d.chunk
+		e.Chunk = d.chunk
 		decodeChunk(e.Chunk, data.Get("chunk"))
 	case "request/header":
 		e.HasSystem = data.Get("header", "system").ok()
@@ -1066,15 +1149,19 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 				return
 			}
 		}
-		// DeltaBytes is the encoded length: zero only for "".
-		chunks[k] = Chunk{Type: chunkType, Index: index, HasIndex: true, DeltaBytes: m.strLen(), ID: id, Name: name}
-		m = m.after()
-		events[k] = Event{
-			Row: r, Member: k, Type: "assistant/chunk",
-			Seq: seq0 + int64(k), Time: t,
-			Turn: turn, Step: step, HasTurn: true, HasStep: true,
-			Chunk: &chunks[k], Detail: noDetail,
+		// Field by field: the rest is zero already.
+		c := &chunks[k]
+		c.Type, c.Index, c.HasIndex = chunkType, index, true
+		c.DeltaBytes = m.strLen() // the encoded length: zero only for ""
+		if tool {
+			c.ID, c.Name = id, name
 		}
+		m = m.after()
+		e := &events[k]
+		e.Row, e.Member, e.Type = r, k, "assistant/chunk"
+		e.Seq, e.Time = seq0+int64(k), t
+		e.Turn, e.Step, e.HasTurn, e.HasStep = turn, step, true, true
+		e.Chunk, e.Detail = c, noDetail
 	}
 	r.Events = events
 }

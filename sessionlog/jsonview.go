@@ -295,6 +295,19 @@ func (o object) Visit(f func(k string, v jv)) {
 	}
 }
 
+// visitRaw calls f for each member in order with the index of its key
+// node (for tape.keyIs) instead of the key.
+func (o object) visitRaw(f func(k uint32, v jv)) {
+	if o.v.Type() != tObject {
+		return
+	}
+	t := o.v.t
+	end := t.nodes[o.v.i].next
+	for k := o.v.i + 1; k < end; k = t.nodes[k+1].next {
+		f(k, jv{t, k + 1})
+	}
+}
+
 // Len is the number of members.
 func (o object) Len() int {
 	if o.v.Type() != tObject {

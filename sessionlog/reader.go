@@ -74,7 +74,7 @@ func NewDecoder(r io.Reader, opts Options) (*Decoder, error) {
 		opts.MaxRowBytes = DefaultMaxRowBytes
 	}
 	d := &Decoder{opts: opts, rows: NewRowDecoder(opts.MaxRowBytes, opts.MaxDepth)}
-	d.src = bufio.NewReaderSize(r, readBufferSize)
+	d.src = bufio.NewReaderSize(r, bufferSize(r))
 	head, err := d.src.Peek(4)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
 		return nil, err
@@ -92,6 +92,17 @@ func NewDecoder(r io.Reader, opts Options) (*Decoder, error) {
 		d.br = d.src
 	}
 	return d, nil
+}
+
+// bufferSize is the read buffer for r: readBufferSize, or less when r
+// says it holds less (an in-memory body: bytes.Reader, strings.Reader,
+// bytes.Buffer). Any size reads the same rows; a smaller one only means
+// more reads.
+func bufferSize(r io.Reader) int {
+	if l, ok := r.(interface{ Len() int }); ok && l.Len() < readBufferSize {
+		return max(l.Len(), 16) // bufio's minimum
+	}
+	return readBufferSize
 }
 
 // Close releases the zstd decoder, if any.
