@@ -5,6 +5,7 @@
 package logrecord
 
 import (
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -77,6 +78,7 @@ func (t *Tracker) position(session string) *position {
 			t.order = append([]string(nil), t.order[len(drop):]...)
 		}
 		p = &position{calls: map[int64]string{}}
+		session = strings.Clone(session) // kept: no view into a row
 		t.sessions[session] = p
 		t.order = append(t.order, session)
 	}
@@ -224,7 +226,7 @@ func (p *position) ids(r spanRef) (pcommon.TraceID, pcommon.SpanID) {
 	c := &p.cache
 	if c.trace.IsEmpty() || c.traceTurn != r.traceTurn || c.traceSession != r.session {
 		c.trace = turnengine.TraceID(r.session, r.traceTurn)
-		c.traceSession, c.traceTurn = r.session, r.traceTurn
+		c.traceSession, c.traceTurn = strings.Clone(r.session), r.traceTurn
 	}
 	if c.span.IsEmpty() || c.spanRef != r {
 		switch r.kind {
@@ -237,6 +239,8 @@ func (p *position) ids(r spanRef) (pcommon.TraceID, pcommon.SpanID) {
 		case spanTool:
 			c.span = turnengine.ToolSpanID(r.session, r.turn, r.step, r.callID, r.subCallID)
 		}
+		// Kept past the row: copies, not views into it.
+		r.session, r.callID, r.subCallID = c.traceSession, strings.Clone(r.callID), strings.Clone(r.subCallID)
 		c.spanRef = r
 	}
 	return c.trace, c.span
@@ -302,7 +306,7 @@ func (p *position) advance(session string, e *sessionlog.Event) spanRef {
 	case "tool/call", "tool/result":
 		id := e.CallID
 		if e.Type == "tool/call" {
-			p.calls[e.Seq] = id
+			p.calls[e.Seq] = strings.Clone(id) // kept past the row
 		} else if id == "" && len(e.Sources) > 0 {
 			id = p.calls[e.Sources[0]]
 		}

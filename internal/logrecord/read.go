@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 	"unsafe"
 
@@ -73,6 +74,7 @@ func (r *Reader) state(session string) *readState {
 			r.order = append([]string(nil), r.order[len(drop):]...)
 		}
 		s = &readState{dec: sessionlog.NewRowDecoder(0, 0)}
+		session = strings.Clone(session) // kept: no view into a record
 		r.sessions[session] = s
 		r.order = append(r.order, session)
 	}

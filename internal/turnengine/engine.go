@@ -315,7 +315,7 @@ func (e *Engine) session(id string, now time.Time) *session {
 		}
 		s = newSession(id, e)
 		s.lruElem = e.lru.PushBack(s)
-		e.sessions[id] = s
+		e.sessions[s.id] = s // the session's own copy of the id, no view into a row
 		e.stats.SessionsSeen++
 	} else {
 		e.lru.MoveToBack(s.lruElem)

@@ -2,6 +2,7 @@ package turnengine
 
 import (
 	"sort"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -146,6 +147,7 @@ func (m *Metrics) capped(dim, value string) string {
 	if len(set) >= m.maxValues {
 		return OtherValue
 	}
+	value = strings.Clone(value) // kept: no view into a row
 	set[value] = struct{}{}
 	return value
 }
@@ -162,6 +164,9 @@ func (m *Metrics) point(name string, a attrSet) *point {
 	series := m.series[name]
 	if p := series[string(buf)]; p != nil { // no allocation for the lookup
 		return p
+	}
+	for i := range a.kv[:a.n] { // kept: no views into rows
+		a.kv[i].v = strings.Clone(a.kv[i].v)
 	}
 	p := &point{attrs: a, start: m.now}
 	series[string(buf)] = p
@@ -203,7 +208,7 @@ func (m *Metrics) recordEvent(typ string) {
 	// Types past the cap share the "other" point; remember a bounded
 	// number of raw types, so that hostile input cannot grow the map.
 	if len(m.eventPoints) < 4*m.maxValues {
-		m.eventPoints[typ] = p
+		m.eventPoints[strings.Clone(typ)] = p
 	}
 }
 

@@ -62,7 +62,7 @@ type openTurn struct {
 }
 
 func newSession(id string, e *Engine) *session {
-	s := &session{e: e, id: id, buf: map[int64]*sessionlog.Event{}}
+	s := &session{e: e, id: strings.Clone(id), buf: map[int64]*sessionlog.Event{}}
 	s.validator = sessionlog.NewValidator()
 	s.validator.TrackSurface(false)
 	if e.cfg.CaptureContent {
@@ -150,10 +150,10 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		}
 	case "request/header", "request/context":
 		if ev.Provider != "" {
-			s.provider = ev.Provider
+			s.provider = own(ev.Provider, s.provider)
 		}
 		if ev.Model != "" {
-			s.model = ev.Model
+			s.model = own(ev.Model, s.model)
 		}
 	case "assistant/chunk":
 		if st := s.stepOf(ev); st != nil {
@@ -185,7 +185,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		}
 	case "tool/call":
 		if st := s.stepOf(ev); st != nil {
-			tc := &ToolCall{CallID: ev.CallID, Name: ev.ToolName, StartTime: ev.Time, StartSeq: ev.Seq,
+			tc := &ToolCall{CallID: strings.Clone(ev.CallID), Name: strings.Clone(ev.ToolName), StartTime: ev.Time, StartSeq: ev.Seq,
 				LoggedStartTime: ev.Time, Outcome: "unknown"}
 			if e.cfg.CaptureContent {
 				tc.Arguments = truncateArguments(ev.Arguments, e.cfg.MaxContentBytes)
@@ -211,10 +211,10 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 				e.stats.Orphans++
 				return
 			}
-			sub := &ToolCall{CallID: ev.CallID, SubCallID: ev.SubCallID, Name: ev.ToolName,
+			sub := &ToolCall{CallID: strings.Clone(ev.CallID), SubCallID: strings.Clone(ev.SubCallID), Name: strings.Clone(ev.ToolName),
 				StartTime: ev.Time, StartSeq: ev.Seq, LoggedStartTime: ev.Time, Outcome: "unknown"}
 			parent.SubCalls = append(parent.SubCalls, sub)
-			ot.subs[ev.SubCallID] = sub
+			ot.subs[sub.SubCallID] = sub
 		} else {
 			e.stats.Orphans++
 		}
@@ -226,7 +226,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		sub := ot.subs[ev.SubCallID]
 		delete(ot.subs, ev.SubCallID)
 		sub.EndTime, sub.LoggedEndTime, sub.done = ev.Time, ev.Time, true
-		sub.Outcome, sub.ErrorCode = outcome(ev.IsError), ev.ErrorCode
+		sub.Outcome, sub.ErrorCode = outcome(ev.IsError), strings.Clone(ev.ErrorCode)
 	case "user/message":
 		if ot != nil {
 			ot.addEvent(ev, "dsh.user.message", Attr{"dsh.message.source", ev.SourceKind})
@@ -408,7 +408,7 @@ func (s *session) chunk(st *Step, ev *sessionlog.Event) {
 	case "usage":
 		a.Usage = c.Usage
 	case "finish":
-		a.FinishKind = c.Finish.Kind
+		a.FinishKind = own(c.Finish.Kind, a.FinishKind)
 		a.Failure = c.Finish.Failure
 		a.EndTime, a.closed = ev.Time, true
 	}
@@ -423,8 +423,8 @@ func (s *session) fromStream(a *Attempt, st *sessionlog.Stream) {
 		a.Usage = st.Usage
 	}
 	if st.Finish != nil {
-		a.FinishKind = st.Finish.Kind
-		a.Failure = st.Finish.Failure
+		a.FinishKind = own(st.Finish.Kind, a.FinishKind)
+		a.Failure = ownFailure(st.Finish.Failure)
 	}
 	if st.HasDelta {
 		a.FirstChunkTime, a.HasFirstChunk = st.FirstDeltaTime, true
@@ -467,13 +467,13 @@ func (s *session) message(st *Step, ev *sessionlog.Event) {
 		a.Usage = ev.Usage
 	}
 	if ev.Provider != "" {
-		a.Provider = ev.Provider
+		a.Provider = own(ev.Provider, a.Provider)
 	}
 	if ev.Model != "" {
-		a.Model = ev.Model
+		a.Model = own(ev.Model, a.Model)
 	}
 	for _, c := range ev.Advertised {
-		a.Advertised = append(a.Advertised, sessionlog.ToolCallRef{ID: c.ID, Name: c.Name})
+		a.Advertised = append(a.Advertised, sessionlog.ToolCallRef{ID: strings.Clone(c.ID), Name: strings.Clone(c.Name)})
 	}
 	if s.e.cfg.CaptureContent {
 		s.captureChat(a, ev)
@@ -517,15 +517,15 @@ func (s *session) toolResult(st *Step, ev *sessionlog.Event) {
 		// zero-length span, so the failed request is not invisible.
 		name := s.advertisedName(st, ev.CallID)
 		if name == "" {
-			name = ev.ToolName // the seed dialect names the tool on the result
+			name = strings.Clone(ev.ToolName) // the seed dialect names the tool on the result
 		}
-		tc = &ToolCall{CallID: ev.CallID, Name: name, StartTime: ev.Time, StartSeq: ev.Seq,
+		tc = &ToolCall{CallID: strings.Clone(ev.CallID), Name: name, StartTime: ev.Time, StartSeq: ev.Seq,
 			LoggedStartTime: ev.Time, NotStarted: true}
 		st.Tools = append(st.Tools, tc)
 	}
 	ot.pending = slices.DeleteFunc(ot.pending, func(c *ToolCall) bool { return c == tc })
 	tc.EndTime, tc.LoggedEndTime, tc.done = ev.Time, ev.Time, true
-	tc.Outcome, tc.ErrorCode = outcome(ev.IsError), ev.ErrorCode
+	tc.Outcome, tc.ErrorCode = outcome(ev.IsError), strings.Clone(ev.ErrorCode)
 	if s.e.cfg.CaptureContent {
 		s.captureResult(tc, ev)
 	}
@@ -562,6 +562,7 @@ func (ot *openTurn) findCall(callID string) *ToolCall {
 
 // addEvent records a span event on the open step, else on the turn.
 func (ot *openTurn) addEvent(ev *sessionlog.Event, name string, attrs ...Attr) {
+	ownAttrs(attrs)
 	se := SpanEvent{Name: name, Time: ev.Time, Seq: ev.Seq, Attrs: attrs}
 	if ot.step != nil {
 		ot.step.Events = append(ot.step.Events, se)
@@ -574,9 +575,44 @@ func (ot *openTurn) addEvent(ev *sessionlog.Event, name string, attrs ...Attr) {
 // is in the open step.
 func (ot *openTurn) addEventOnCall(ev *sessionlog.Event, name, callID string, attrs ...Attr) {
 	if callID != "" && ot.findCall(callID) != nil {
-		se := SpanEvent{Name: name, Time: ev.Time, Seq: ev.Seq, Attrs: attrs, CallID: callID}
+		ownAttrs(attrs)
+		se := SpanEvent{Name: name, Time: ev.Time, Seq: ev.Seq, Attrs: attrs, CallID: strings.Clone(callID)}
 		ot.step.Events = append(ot.step.Events, se)
 		return
 	}
 	ot.addEvent(ev, name, attrs...)
+}
+
+// The decoder's strings are views into the row they came from, so a string
+// kept in an open turn would keep its whole row alive — a tool result or a
+// model stream of up to 4 MiB for one call id. What the engine keeps past
+// the event is copied first (own, ownAttrs, ownFailure); what it only reads
+// is not.
+
+// own returns v copied, or known when v equals it (no copy: models,
+// providers and finish kinds repeat).
+func own(v, known string) string {
+	if v == known {
+		return known
+	}
+	return strings.Clone(v)
+}
+
+// ownAttrs copies the string values of span event attributes in place.
+func ownAttrs(attrs []Attr) {
+	for i := range attrs {
+		if v, ok := attrs[i].Value.(string); ok {
+			attrs[i].Value = strings.Clone(v)
+		}
+	}
+}
+
+// ownFailure copies a model call's failure.
+func ownFailure(f *sessionlog.Failure) *sessionlog.Failure {
+	if f == nil {
+		return nil
+	}
+	c := *f
+	c.Code, c.Message = strings.Clone(f.Code), strings.Clone(f.Message)
+	return &c
 }
