@@ -137,7 +137,7 @@ func (t *Tracker) Append(lrs plog.LogRecordSlice, session string, row *sessionlo
 		lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(observed))
 		lr.Body().SetStr(string(row.Bytes))
 		a := lr.Attributes()
-		a.EnsureCapacity(8) // the most an event record carries: no regrowth
+		a.EnsureCapacity(eventAttrCount(row, first, p, f)) // one allocation, no regrowth
 		a.PutStr(AttrSessionID, session)
 		a.PutStr(AttrEventType, first.Type)
 		a.PutInt(AttrEventSeq, first.Seq)
@@ -179,6 +179,29 @@ func (t *Tracker) Append(lrs plog.LogRecordSlice, session string, row *sessionlo
 			lr.SetSeverityText("INFO")
 		}
 	}
+}
+
+// eventAttrCount is the number of attributes Append puts on an event
+// record, counted before the position moves (an over-count only wastes a
+// slot): session.id, event.type and event.seq always, the rest when known.
+func eventAttrCount(row *sessionlog.Row, first *sessionlog.Event, p *position, f sessionlog.Format) int {
+	n := 3
+	if row.Kind == sessionlog.RowPacked {
+		n++
+	}
+	if f.Known && !f.Seed {
+		n++
+	}
+	if first.HasTurn || p.turn != 0 || first.Type == "turn/start" {
+		n++
+	}
+	if first.HasStep || p.step != 0 || first.Type == "step/start" {
+		n++
+	}
+	if first.CallID != "" {
+		n++
+	}
+	return n
 }
 
 // severe: a turn ending in error or a failed tool result.
