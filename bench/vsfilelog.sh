@@ -10,11 +10,13 @@
 # It builds both distributions (bench/build.sh, cached), writes the corpus
 # with bench/gen (cached by its parameters and the generator's source), and
 # runs bench/harness compare, which prints each run, a table of medians, the
-# ratios and, last, `throughput ratio dshtrace/filelog: X.XX`.
+# ratios and, last, `throughput ratio dshtrace/filelog: X.XX`. Both logs
+# pipelines are receiver → exporters with no processor; `full` first runs
+# the same comparison with a batch processor (defaults) in both.
 #
 # Sizes (override any with the environment):
 #   quick  SESSIONS=96  TURNS=40 → ~390k events, ~50 MiB, RUNS=3
-#   full   SESSIONS=400 TURNS=40 → ~1.6M events, ~210 MiB, RUNS=3
+#   full   SESSIONS=384 TURNS=40 → ~1.6M events, ~200 MiB, RUNS=3
 #   STEPS=3 TOOLS=2 CHUNKS=20 FORMAT=mix SEED=1 (bench/gen's flags)
 #   BENCH_CACHE   where corpora are kept (default ${XDG_CACHE_HOME:-~/.cache}/dshtrace-bench)
 #   DSH_BENCH, FILELOG_BENCH  prebuilt distributions to use instead of building
@@ -24,7 +26,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 size=${1:-quick}
 case $size in
 quick) : "${SESSIONS:=96}" "${TURNS:=40}" ;;
-full) : "${SESSIONS:=400}" "${TURNS:=40}" ;;
+full) : "${SESSIONS:=384}" "${TURNS:=40}" ;;
 *) echo "usage: bench/vsfilelog.sh [quick|full]" >&2; exit 2 ;;
 esac
 : "${STEPS:=3}" "${TOOLS:=2}" "${CHUNKS:=20}" "${FORMAT:=mix}" "${SEED:=1}" "${RUNS:=3}"
@@ -43,4 +45,13 @@ trap 'rm -rf "$tmp"' EXIT
 corpus=$(bench/corpus.sh "$tmp/gen" -sessions "$SESSIONS" -turns "$TURNS" -steps "$STEPS" \
 	-tools "$TOOLS" -chunks "$CHUNKS" -format "$FORMAT" -seed "$SEED")
 echo "# $size: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //'), load average $(cut -d' ' -f1-3 /proc/loadavg), $("$go" version | cut -d' ' -f3)"
+if [[ $size == full ]]; then
+	# The same comparison with a batch processor (defaults) in both logs
+	# pipelines; the shape measured last, and reported on the final line,
+	# has none (what deploy/collector recommends before turn_state).
+	echo "## with a batch processor in both logs pipelines"
+	"$tmp/harness" compare -dsh "$DSH_BENCH" -filelog "$FILELOG_BENCH" -corpus "$corpus" -runs "$RUNS" -batch -label "with batch"
+	echo
+	echo "## receiver → exporters, no processor (the final line)"
+fi
 "$tmp/harness" compare -dsh "$DSH_BENCH" -filelog "$FILELOG_BENCH" -corpus "$corpus" -runs "$RUNS"
