@@ -70,9 +70,13 @@ func (t *tape) str(i uint32) string {
 // keyIs reports whether the key node i names key.
 func (t *tape) keyIs(i uint32, key string) bool {
 	n := &t.nodes[i]
-	if !n.esc {
-		return t.s[n.start:n.end] == key
+	if n.esc {
+		return t.escapedKeyIs(n, key)
 	}
+	return n.end-n.start == uint32(len(key)) && t.s[n.start:n.end] == key
+}
+
+func (t *tape) escapedKeyIs(n *tnode, key string) bool {
 	// Unescaping never lengthens a string.
 	return int(n.end-n.start) >= len(key) && unescape(t.s[n.start:n.end]) == key
 }
@@ -83,7 +87,9 @@ func (v jv) get1(key string) jv {
 	switch n.typ {
 	case tObject:
 		for k := v.i + 1; k < n.next; k = t.nodes[k+1].next {
-			if t.keyIs(k, key) {
+			kn := &t.nodes[k]
+			if kn.end-kn.start == uint32(len(key)) && !kn.esc && t.s[kn.start:kn.end] == key ||
+				kn.esc && t.escapedKeyIs(kn, key) {
 				return jv{t, k + 1}
 			}
 		}

@@ -129,10 +129,13 @@ value:
 	c = b[i]
 	switch {
 	case c == '"':
-		end, esc, msg, off = scanString(b, i)
-		if msg != "" {
-			syntax = &jsonIssue{code: CodeJSONInvalid, offset: off, msg: msg}
-			goto done
+		end, esc = plainString(b, i+1), false
+		if end >= n || b[end] != '"' {
+			end, esc, msg, off = scanString(b, i, end)
+			if msg != "" {
+				syntax = &jsonIssue{code: CodeJSONInvalid, offset: off, msg: msg}
+				goto done
+			}
 		}
 		nodes = append(nodes, tnode{start: uint32(i + 1), end: uint32(end), next: uint32(len(nodes) + 1), typ: tString, esc: esc})
 		i = end + 1
@@ -166,8 +169,18 @@ value:
 		goto key
 	case c == '-' || c >= '0' && c <= '9':
 		start = i
-		isInt, msg = scanNumber(b, &i)
-		if msg != "" {
+		// A plain integer is read here; anything else by scanNumber.
+		end = i
+		if c == '-' {
+			end++
+		}
+		off = end // the first digit
+		for end < n && b[end]-'0' < 10 {
+			end++
+		}
+		if end > off && (b[off] != '0' || end == off+1) && (end >= n || b[end] != '.' && b[end]|0x20 != 'e') {
+			i, isInt = end, true
+		} else if isInt, msg = scanNumber(b, &i); msg != "" {
 			syntax = &jsonIssue{code: CodeJSONInvalid, offset: i, msg: msg}
 			goto done
 		}
@@ -235,10 +248,13 @@ key: // at an object key, whitespace before it skipped
 		syntax = &jsonIssue{code: CodeJSONInvalid, offset: i, msg: "object key expected"}
 		goto done
 	}
-	end, esc, msg, off = scanString(b, i)
-	if msg != "" {
-		syntax = &jsonIssue{code: CodeJSONInvalid, offset: off, msg: msg}
-		goto done
+	end, esc = plainString(b, i+1), false
+	if end >= n || b[end] != '"' {
+		end, esc, msg, off = scanString(b, i, end)
+		if msg != "" {
+			syntax = &jsonIssue{code: CodeJSONInvalid, offset: off, msg: msg}
+			goto done
+		}
 	}
 	nodes = append(nodes, tnode{start: uint32(i + 1), end: uint32(end), next: uint32(len(nodes) + 1), typ: tString, esc: esc})
 	i = end + 1
@@ -260,36 +276,40 @@ done:
 	return syntax, lossless
 }
 
-// scanString reads the string whose opening quote is b[i] and returns the
-// index of its closing quote and whether it holds escapes; or, when it is
-// malformed, a message and the offset to report.
+// plainString returns the index of the first byte from j on that ends a
+// run of plain string text: '"', '\' or a control character (len(b) if
+// none does).
 //
-// Eight bytes at a time, it looks for the bytes that end a run of plain
-// text: '"', '\' and control characters. With x the eight bytes and k a
-// byte value repeated, (y - 0x01…) &^ y & 0x80… for y = x ^ k flags the
-// bytes equal to k, and (x - 0x20…) &^ x & 0x80… those below 0x20. A flag
-// can be spurious only above a real one (a borrow runs upwards), so the
-// lowest flag of the three is the first byte that ends the run.
-func scanString(b []byte, i int) (end int, esc bool, msg string, off int) {
-	j := i + 1
+// It looks at eight bytes at a time. With x the eight bytes and k a byte
+// value repeated, (y - 0x01…) &^ y & 0x80… for y = x ^ k flags the bytes
+// equal to k, and (x - 0x20…) &^ x & 0x80… those below 0x20. A flag can be
+// spurious only above a real one (a borrow runs upwards), so the lowest
+// flag of the three is the first byte that ends the run.
+func plainString(b []byte, j int) int {
+	for j+8 <= len(b) {
+		x := binary.LittleEndian.Uint64(b[j:])
+		q := x ^ (lo8 * '"')
+		s := x ^ (lo8 * '\\')
+		if m := ((q-lo8)&^q | (s-lo8)&^s | (x-lo8*0x20)&^x) & hi8; m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
+		}
+		j += 8
+	}
+	for j < len(b) && b[j] != '"' && b[j] != '\\' && b[j] >= 0x20 {
+		j++
+	}
+	return j
+}
+
+// scanString reads the string whose opening quote is b[i], from b[j] on
+// (the bytes before j are plain text), and returns the index of its
+// closing quote and whether it holds escapes; or, when it is malformed, a
+// message and the offset to report.
+func scanString(b []byte, i, j int) (end int, esc bool, msg string, off int) {
 	for {
-		for j+8 <= len(b) {
-			x := binary.LittleEndian.Uint64(b[j:])
-			q := x ^ (lo8 * '"')
-			s := x ^ (lo8 * '\\')
-			if m := ((q-lo8)&^q | (s-lo8)&^s | (x-lo8*0x20)&^x) & hi8; m != 0 {
-				j += bits.TrailingZeros64(m) >> 3
-				goto special
-			}
-			j += 8
-		}
-		for j < len(b) && b[j] != '"' && b[j] != '\\' && b[j] >= 0x20 {
-			j++
-		}
 		if j >= len(b) {
 			return 0, false, "unterminated string", len(b)
 		}
-	special:
 		switch b[j] {
 		case '"':
 			return j, esc, "", 0
@@ -317,5 +337,6 @@ func scanString(b []byte, i int) (end int, esc bool, msg string, off int) {
 		default:
 			return 0, false, "control character in string", j
 		}
+		j = plainString(b, j)
 	}
 }
