@@ -189,13 +189,15 @@ func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 	if len(b) > d.maxRowBytes {
 		return invalid(CodeRowTooLong, fmt.Sprintf("row of %d bytes exceeds the limit of %d bytes", len(b), d.maxRowBytes))
 	}
-	if !utf8.Valid(b) {
-		return invalid(CodeUTF8Invalid, fmt.Sprintf("row is not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b)))
-	}
 	t := getTape()
 	defer putTape(t)
-	syntax, lossless := t.parse(b, d.maxDepth)
+	// A row that parses is valid UTF-8 (parse checks the strings, JSON has
+	// non-ASCII bytes nowhere else); bad UTF-8 anywhere comes first.
+	syntax, lossless := t.parse(b, d.maxDepth, true)
 	if syntax != nil {
+		if !utf8.Valid(b) {
+			return invalid(CodeUTF8Invalid, fmt.Sprintf("row is not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b)))
+		}
 		return invalid(syntax.code, fmt.Sprintf("%s at byte %d", syntax.msg, syntax.offset))
 	}
 	v := t.root()

@@ -163,7 +163,7 @@ func envelope(t *tape, r *Row) jv {
 	if uint64(len(r.Bytes)) > maxTapeRow {
 		return jv{}
 	}
-	if syntax, _ := t.parse(r.Bytes, maxParserDepth); syntax != nil {
+	if syntax, _ := t.parse(r.Bytes, maxParserDepth, false); syntax != nil {
 		return jv{}
 	}
 	v := t.root()

@@ -666,6 +666,15 @@ func FuzzCheckJSON(f *testing.F) {
 		if !reflect.DeepEqual(syntax, refSyntax) || !reflect.DeepEqual(lossless, refLossless) {
 			t.Fatalf("tape parse says %+v / %+v, the reference checker %+v / %+v for %q", syntax, lossless, refSyntax, refLossless, b)
 		}
+		// Checking UTF-8 on the way changes nothing for UTF-8 and never
+		// lets anything else parse.
+		uSyntax, uLossless := (&tape{}).parse(b, DefaultMaxDepth, true)
+		if utf8.Valid(b) && (!reflect.DeepEqual(uSyntax, syntax) || !reflect.DeepEqual(uLossless, lossless)) {
+			t.Fatalf("parse with UTF-8 says %+v / %+v, without %+v / %+v for %q", uSyntax, uLossless, syntax, lossless, b)
+		}
+		if !utf8.Valid(b) && uSyntax == nil {
+			t.Fatalf("parse with UTF-8 accepts %q", b)
+		}
 		for _, is := range []*jsonIssue{syntax, full} {
 			if is != nil && (is.offset < 0 || is.offset > len(b) || is.msg == "" ||
 				is.code != CodeJSONInvalid && is.code != CodeJSONTooDeep) {
@@ -771,7 +780,7 @@ func firstNotLossless(t *testing.T, b []byte) (int, string) {
 func checkTape(t *testing.T, b []byte) {
 	t.Helper()
 	tp := &tape{}
-	if syntax, _ := tp.parse(b, 1<<30); syntax != nil {
+	if syntax, _ := tp.parse(b, 1<<30, true); syntax != nil {
 		t.Fatalf("tape rejects valid JSON %q: %+v", b, syntax)
 	}
 	var want bytes.Buffer

@@ -26,7 +26,7 @@ const maxSafeInteger = 1<<53 - 1
 func checkJSON(b []byte, maxDepth int) (syntax, lossless *jsonIssue) {
 	t := getTape()
 	defer putTape(t)
-	return t.parse(b, maxDepth)
+	return t.parse(b, maxDepth, false)
 }
 
 func hasLit(b []byte, i int, lit string) bool {

@@ -178,7 +178,7 @@ func (d *Decoder) Next() (*Row, error) {
 			r.problem(-1, CodeRowTooLong, fmt.Sprintf("row exceeds the limit of %d bytes", d.opts.MaxRowBytes))
 			return r, nil
 		}
-		if len(bytes.Trim(b, " \t\r")) == 0 { // JSON whitespace only: \v, U+00A0 and the like are bad rows
+		if blank(b) { // JSON whitespace only: \v, U+00A0 and the like are bad rows
 			continue // blank lines carry nothing
 		}
 		row, derr := d.rows.Decode(b, d.line)
@@ -191,6 +191,16 @@ func (d *Decoder) Next() (*Row, error) {
 		}
 		return row, nil
 	}
+}
+
+// blank reports whether b is empty or only spaces, tabs and CRs.
+func blank(b []byte) bool {
+	for _, c := range b {
+		if c != ' ' && c != '\t' && c != '\r' {
+			return false
+		}
+	}
+	return true
 }
 
 // readLine returns the next line without its newline, as a fresh slice the

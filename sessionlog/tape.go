@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/bits"
 	"sync"
+	"unicode/utf8"
 	"unsafe"
 )
 
@@ -89,15 +90,20 @@ func skipSpace(b []byte, i int) int {
 
 // parse checks that b holds exactly one RFC 8259 JSON value nested at most
 // maxDepth deep and records it on the tape, in one pass without recursion.
-// UTF-8 is checked by the caller (only strings may hold non-ASCII bytes,
-// and there any byte ≥ 0x20 other than '"' and '\' is taken as it is).
+//
+// With checkUTF8, the non-ASCII bytes of strings must be UTF-8 (an issue
+// with code CodeUTF8Invalid otherwise); since JSON has non-ASCII bytes
+// nowhere else, a row that parses is then valid UTF-8. A row that does not
+// parse may still hold bad UTF-8 after the issue: callers that report
+// UTF-8 first check the row with utf8.Valid when parse fails. Without
+// checkUTF8, any byte ≥ 0x80 in a string is taken as it is.
 //
 // It returns the first syntax issue (fatal for the row) and, separately,
 // the first lossless issue (a violation only): exactly what the plain
 // checker this pass replaced returned, offsets and messages included. The
 // nodes are meaningful only when syntax is nil. len(b) must not exceed
 // maxTapeRow.
-func (t *tape) parse(b []byte, maxDepth int) (syntax, lossless *jsonIssue) {
+func (t *tape) parse(b []byte, maxDepth int, checkUTF8 bool) (syntax, lossless *jsonIssue) {
 	t.s = unsafe.String(unsafe.SliceData(b), len(b))
 	nodes := t.nodes[:0]
 	stack := t.stack[:0]
@@ -131,9 +137,9 @@ value:
 	case c == '"':
 		end, esc = plainString(b, i+1), false
 		if end >= n || b[end] != '"' {
-			end, esc, msg, off = scanString(b, i, end)
+			end, esc, msg, off = scanString(b, i, end, checkUTF8)
 			if msg != "" {
-				syntax = &jsonIssue{code: CodeJSONInvalid, offset: off, msg: msg}
+				syntax = &jsonIssue{code: stringIssueCode(msg), offset: off, msg: msg}
 				goto done
 			}
 		}
@@ -250,9 +256,9 @@ key: // at an object key, whitespace before it skipped
 	}
 	end, esc = plainString(b, i+1), false
 	if end >= n || b[end] != '"' {
-		end, esc, msg, off = scanString(b, i, end)
+		end, esc, msg, off = scanString(b, i, end, checkUTF8)
 		if msg != "" {
-			syntax = &jsonIssue{code: CodeJSONInvalid, offset: off, msg: msg}
+			syntax = &jsonIssue{code: stringIssueCode(msg), offset: off, msg: msg}
 			goto done
 		}
 	}
@@ -276,26 +282,36 @@ done:
 	return syntax, lossless
 }
 
+// msgBadUTF8 is scanString's message for a byte sequence that is no UTF-8.
+const msgBadUTF8 = "invalid UTF-8 in string"
+
+func stringIssueCode(msg string) string {
+	if msg == msgBadUTF8 {
+		return CodeUTF8Invalid
+	}
+	return CodeJSONInvalid
+}
+
 // plainString returns the index of the first byte from j on that ends a
-// run of plain string text: '"', '\' or a control character (len(b) if
-// none does).
+// run of plain ASCII string text: '"', '\', a control character or a byte
+// ≥ 0x80 (len(b) if none does).
 //
 // It looks at eight bytes at a time. With x the eight bytes and k a byte
 // value repeated, (y - 0x01…) &^ y & 0x80… for y = x ^ k flags the bytes
-// equal to k, and (x - 0x20…) &^ x & 0x80… those below 0x20. A flag can be
-// spurious only above a real one (a borrow runs upwards), so the lowest
-// flag of the three is the first byte that ends the run.
+// equal to k, (x - 0x20…) &^ x & 0x80… those below 0x20, and x & 0x80…
+// those ≥ 0x80. A flag can be spurious only above a real one (a borrow
+// runs upwards), so the lowest flag is the first byte that ends the run.
 func plainString(b []byte, j int) int {
 	for j+8 <= len(b) {
 		x := binary.LittleEndian.Uint64(b[j:])
 		q := x ^ (lo8 * '"')
 		s := x ^ (lo8 * '\\')
-		if m := ((q-lo8)&^q | (s-lo8)&^s | (x-lo8*0x20)&^x) & hi8; m != 0 {
+		if m := ((q-lo8)&^q | (s-lo8)&^s | (x-lo8*0x20)&^x | x) & hi8; m != 0 {
 			return j + bits.TrailingZeros64(m)>>3
 		}
 		j += 8
 	}
-	for j < len(b) && b[j] != '"' && b[j] != '\\' && b[j] >= 0x20 {
+	for j < len(b) && b[j] != '"' && b[j] != '\\' && b[j]-0x20 < 0x80-0x20 {
 		j++
 	}
 	return j
@@ -304,8 +320,9 @@ func plainString(b []byte, j int) int {
 // scanString reads the string whose opening quote is b[i], from b[j] on
 // (the bytes before j are plain text), and returns the index of its
 // closing quote and whether it holds escapes; or, when it is malformed, a
-// message and the offset to report.
-func scanString(b []byte, i, j int) (end int, esc bool, msg string, off int) {
+// message and the offset to report. With checkUTF8, non-ASCII bytes must
+// be UTF-8 (msgBadUTF8 at the first that is not).
+func scanString(b []byte, i, j int, checkUTF8 bool) (end int, esc bool, msg string, off int) {
 	for {
 		if j >= len(b) {
 			return 0, false, "unterminated string", len(b)
@@ -335,7 +352,21 @@ func scanString(b []byte, i, j int) (end int, esc bool, msg string, off int) {
 				return 0, false, fmt.Sprintf("invalid escape \\%c", b[j+1]), j
 			}
 		default:
-			return 0, false, "control character in string", j
+			if b[j] < 0x20 {
+				return 0, false, "control character in string", j
+			}
+			if !checkUTF8 {
+				j++
+				break
+			}
+			// A run of non-ASCII text.
+			for j < len(b) && b[j] >= 0x80 {
+				r, size := utf8.DecodeRune(b[j:])
+				if r == utf8.RuneError && size == 1 {
+					return 0, false, msgBadUTF8, j
+				}
+				j += size
+			}
 		}
 		j = plainString(b, j)
 	}

@@ -152,7 +152,7 @@ func (v *Validator) event(e *Event, f Format, out []Violation) []Violation {
 	surface := IsSurfaceType(e.Type, rules)
 
 	// Surface keys belong to surface types only (§3, §7.1).
-	if !surface && knownTypes[e.Type] && (e.Surface.Kind != SurfaceNone || e.HasSources) {
+	if (e.Surface.Kind != SurfaceNone || e.HasSources) && !surface && knownTypes[e.Type] {
 		add(CodeSurfaceKeysLogged, "%s is a log-only event and may not carry surfaceOp or sourceEventSeqs", e.Type)
 	}
 
