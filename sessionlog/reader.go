@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -64,6 +65,7 @@ type Decoder struct {
 	tail       *Tail
 	done       bool
 	compressed bool
+	ownSrc     bool  // src is the Decoder's, not the caller's
 	consumed   int64 // bytes the last readLine consumed, newline included
 }
 
@@ -74,7 +76,7 @@ func NewDecoder(r io.Reader, opts Options) (*Decoder, error) {
 		opts.MaxRowBytes = DefaultMaxRowBytes
 	}
 	d := &Decoder{opts: opts, rows: NewRowDecoder(opts.MaxRowBytes, opts.MaxDepth)}
-	d.src = bufio.NewReaderSize(r, bufferSize(r))
+	d.src, d.ownSrc = newReader(r)
 	head, err := d.src.Peek(4)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
 		return nil, err
@@ -94,15 +96,34 @@ func NewDecoder(r io.Reader, opts Options) (*Decoder, error) {
 	return d, nil
 }
 
-// bufferSize is the read buffer for r: readBufferSize, or less when r
-// says it holds less (an in-memory body: bytes.Reader, strings.Reader,
-// bytes.Buffer). Any size reads the same rows; a smaller one only means
-// more reads.
-func bufferSize(r io.Reader) int {
-	if l, ok := r.(interface{ Len() int }); ok && l.Len() < readBufferSize {
-		return max(l.Len(), 16) // bufio's minimum
+// readers are read buffers of finished plain streams, for new Decoders.
+var readers sync.Pool
+
+// newReader returns a read buffer over r and whether it is the Decoder's
+// own (bufio.NewReaderSize returns r itself when r is a large enough
+// *bufio.Reader; that one stays the caller's).
+func newReader(r io.Reader) (*bufio.Reader, bool) {
+	if _, ok := r.(*bufio.Reader); !ok {
+		if br, ok := readers.Get().(*bufio.Reader); ok {
+			br.Reset(r)
+			return br, true
+		}
 	}
-	return readBufferSize
+	br := bufio.NewReaderSize(r, readBufferSize)
+	return br, br != r
+}
+
+// finish ends the stream: Next returns io.EOF from now on and reads
+// nothing more, so a plain stream's read buffer goes back for reuse (the
+// rows never share it: readLine copies them out). A compressed stream's
+// buffers stay with the zstd decoder, which reads from one of them.
+func (d *Decoder) finish() {
+	d.done = true
+	if d.zr == nil && d.ownSrc {
+		d.src.Reset(nil)
+		readers.Put(d.src)
+		d.src, d.br, d.ownSrc = nil, nil, false
+	}
 }
 
 // Close releases the zstd decoder, if any.
@@ -149,7 +170,7 @@ func (d *Decoder) Next() (*Row, error) {
 		}
 		b, tooLong, err := d.readLine()
 		if err != nil && err != io.EOF {
-			d.done = true
+			d.finish()
 			if d.zr != nil && errors.Is(err, io.ErrUnexpectedEOF) {
 				d.tail = &Tail{Line: d.line + 1, Bytes: int(d.consumed), Frame: true}
 				return nil, io.EOF
@@ -160,7 +181,7 @@ func (d *Decoder) Next() (*Row, error) {
 			return nil, err
 		}
 		if err == io.EOF {
-			d.done = true
+			d.finish()
 			if len(b) == 0 && !tooLong {
 				return nil, io.EOF
 			}
@@ -186,7 +207,7 @@ func (d *Decoder) Next() (*Row, error) {
 			row.Offset = off
 		}
 		if derr != nil {
-			d.done = true
+			d.finish()
 			return row, derr
 		}
 		return row, nil
