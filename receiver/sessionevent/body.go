@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 
@@ -454,6 +455,11 @@ func readError(err error, line, maxLine int) *reqError {
 	case errors.Is(err, errLineTooLong):
 		return &reqError{status: http.StatusRequestEntityTooLarge, line: line, seq: -1, code: sessionlog.CodeRowTooLong, reason: "row_too_long",
 			msg: fmt.Sprintf("line %d: %s: the row exceeds max_line_bytes (%d)", line, sessionlog.CodeRowTooLong, maxLine)}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// The server's read_timeout cut a slow body off: nothing wrong with
+		// the rows read so far, the client may send the request again.
+		return &reqError{status: http.StatusRequestTimeout, seq: -1, reason: "unreadable_body",
+			msg: fmt.Sprintf("the request body did not arrive within the server's read_timeout (cut at line %d)", line)}
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		return &reqError{status: http.StatusBadRequest, line: line, seq: -1, reason: "decompression",
 			msg: fmt.Sprintf("line %d: the compressed body ends inside a frame (truncated upload?)", line)}

@@ -1,12 +1,15 @@
 package sessionevent
 
 import (
+	"bufio"
 	"bytes"
 	"cmp"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -337,4 +340,135 @@ func TestHostileHTTP(t *testing.T) {
 			assert.Equal(t, 2, sink.LogRecordCount())
 		})
 	}
+}
+
+// answer reads the server's reply on a raw connection: the status of a
+// response, or 0 when the server closed the connection without one.
+func answer(t *testing.T, c net.Conn, within time.Duration) (int, string) {
+	t.Helper()
+	require.NoError(t, c.SetReadDeadline(time.Now().Add(within)))
+	res, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		var ne net.Error
+		require.False(t, errors.As(err, &ne) && ne.Timeout(), "no answer and still open after %v", within)
+		return 0, err.Error() // EOF or reset: closed without a response
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+// TestHostileConnections: clients that misbehave below HTTP — oversized
+// headers, headers or a body trickled slower than the read timeouts. The Go
+// HTTP server refuses these before (headers) or while (body) our handler
+// runs; the connection ends within bounded time, nothing is emitted, and
+// other sessions' requests are served meanwhile.
+func TestHostileConnections(t *testing.T) {
+	reqLine := "POST /v1/sessions/hostile/events HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-ndjson\r\n"
+	run := func(t *testing.T, misbehave func(c net.Conn)) (status int, body string, took time.Duration) {
+		sink := new(consumertest.LogsSink)
+		s := start(t, hostileConfig(), sink, nil)
+		c, err := net.Dial("tcp", s.r.addr.String())
+		require.NoError(t, err)
+		t0 := time.Now()
+		var wg sync.WaitGroup
+		wg.Go(func() { misbehave(c) })
+		wg.Go(func() { bystander(t, s, "during") })
+		status, body = answer(t, c, 5*time.Second)
+		took = time.Since(t0)
+		_ = c.Close() // ends the misbehaving writer at its next write
+		wg.Wait()
+		bystander(t, s, "after")
+		onlyBystanders(t, sink, "during", "after")
+		t.Logf("answer %d %q after %v", status, body, took.Round(time.Millisecond))
+		return status, body, took
+	}
+
+	// Request headers beyond net/http's DefaultMaxHeaderBytes (1 MiB;
+	// confighttp's ServerConfig has no setting for it): the Go server
+	// answers 431 itself, before any handler, and closes.
+	t.Run("oversized header", func(t *testing.T) {
+		status, _, _ := run(t, func(c net.Conn) {
+			_, _ = io.WriteString(c, reqLine+"X-Big: "+strings.Repeat("a", http.DefaultMaxHeaderBytes+8<<10)+"\r\n\r\n")
+		})
+		assert.Equal(t, http.StatusRequestHeaderFieldsTooLarge, status)
+	})
+	t.Run("many headers", func(t *testing.T) {
+		status, _, _ := run(t, func(c net.Conn) {
+			var b strings.Builder
+			b.WriteString(reqLine)
+			for i := 0; b.Len() < http.DefaultMaxHeaderBytes+8<<10; i++ {
+				fmt.Fprintf(&b, "X-H-%d: %s\r\n", i, strings.Repeat("v", 50))
+			}
+			_, _ = io.WriteString(c, b.String()+"\r\n")
+		})
+		assert.Equal(t, http.StatusRequestHeaderFieldsTooLarge, status)
+	})
+
+	// Slowloris: headers that never end, a line every 100 ms. The Go
+	// server drops the connection at read_header_timeout (500 ms here),
+	// without a response (a read timeout on a request not yet read).
+	t.Run("slowloris headers", func(t *testing.T) {
+		status, _, took := run(t, func(c net.Conn) {
+			if _, err := io.WriteString(c, reqLine); err != nil {
+				return
+			}
+			for i := 0; i < 50; i++ {
+				time.Sleep(100 * time.Millisecond)
+				if _, err := fmt.Fprintf(c, "X-Slow-%d: 1\r\n", i); err != nil {
+					return
+				}
+			}
+		})
+		assert.Zero(t, status, "the server should close without a response")
+		assert.GreaterOrEqual(t, took, 400*time.Millisecond, "closed before read_header_timeout")
+		assert.Less(t, took, 3*time.Second)
+	})
+
+	// A slow body: complete headers and a valid first row, then a byte
+	// every 100 ms. read_timeout (1 s) cuts the body off inside our
+	// handler, which answers 408 and emits nothing; the request is atomic.
+	t.Run("slow body", func(t *testing.T) {
+		status, body, took := run(t, func(c net.Conn) {
+			if _, err := fmt.Fprintf(c, "%sContent-Length: %d\r\n\r\n%s", reqLine, len(hostileRow)+100, hostileRow); err != nil {
+				return
+			}
+			for i := 0; i < 100; i++ {
+				time.Sleep(100 * time.Millisecond)
+				if _, err := io.WriteString(c, "\n"); err != nil {
+					return
+				}
+			}
+		})
+		assert.Equal(t, http.StatusRequestTimeout, status, body)
+		assert.Contains(t, body, `{"error":"the request body did not arrive within the server's read_timeout`)
+		assert.GreaterOrEqual(t, took, 900*time.Millisecond, "cut before read_timeout")
+		assert.Less(t, took, 3*time.Second)
+	})
+	// A body that never comes: the same cut.
+	t.Run("stalled body", func(t *testing.T) {
+		status, body, took := run(t, func(c net.Conn) {
+			_, _ = fmt.Fprintf(c, "%sContent-Length: 1000\r\n\r\n", reqLine)
+		})
+		assert.Equal(t, http.StatusRequestTimeout, status, body)
+		assert.Contains(t, body, `{"error":"the request body did not arrive within the server's read_timeout`)
+		assert.Less(t, took, 3*time.Second)
+	})
+	// A chunked body trickled one chunk at a time.
+	t.Run("slow chunked body", func(t *testing.T) {
+		status, body, took := run(t, func(c net.Conn) {
+			if _, err := fmt.Fprintf(c, "%sTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n", reqLine, len(hostileRow), hostileRow); err != nil {
+				return
+			}
+			for i := 0; i < 100; i++ {
+				time.Sleep(100 * time.Millisecond)
+				if _, err := io.WriteString(c, "1\r\n\n\r\n"); err != nil {
+					return
+				}
+			}
+		})
+		assert.Equal(t, http.StatusRequestTimeout, status, body)
+		assert.Contains(t, body, `{"error":"the request body did not arrive within the server's read_timeout`)
+		assert.Less(t, took, 3*time.Second)
+	})
 }
