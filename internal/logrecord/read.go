@@ -60,6 +60,7 @@ func NewReader(maxSessions int) *Reader {
 	if maxSessions <= 0 {
 		maxSessions = 100000
 	}
+	readerCreated.Store(true)
 	return &Reader{max: maxSessions, sessions: map[string]*readState{}}
 }
 
@@ -127,7 +128,13 @@ func (r *Reader) Read(res pcommon.Resource, lr plog.LogRecord) (Record, error) {
 		if session == "" || lr.Body().Type() != pcommon.ValueTypeStr {
 			return Record{}, fmt.Errorf("%w: %s record without session.id or string body", ErrNotSession, name)
 		}
-		return r.decode(session, OriginReceiver, stringBytes(lr.Body().Str()), name == EventNameHeader, attrs)
+		body := lr.Body().Str()
+		if name == EventNameEvent {
+			if rec, ok := r.handedOff(session, body, attrs); ok {
+				return rec, nil
+			}
+		}
+		return r.decode(session, OriginReceiver, stringBytes(body), name == EventNameHeader, attrs)
 	case name == "session-log" || strAttr(attrs, "content") != "":
 		content := strAttr(attrs, "content")
 		if session == "" || content == "" {
@@ -155,6 +162,33 @@ func (r *Reader) Read(res pcommon.Resource, lr plog.LogRecord) (Record, error) {
 	return r.decode(session, OriginDshV0, b, false, attrs)
 }
 
+// handedOff is the record's row as the receiver decoded it, when the
+// receiver left it in the handoff (see handoff.go) and the session's format
+// here is the one it was decoded under.
+func (r *Reader) handedOff(session, body string, attrs pcommon.Map) (Record, bool) {
+	e, ok := handoff.take(body)
+	if !ok {
+		return Record{}, false
+	}
+	st := r.state(session)
+	r.adoptVersion(st, attrs)
+	if st.dec.Format() != e.format {
+		return Record{}, false
+	}
+	return Record{SessionID: session, Origin: OriginReceiver, Row: e.row, Format: e.format, Header: st.header}, true
+}
+
+// adoptVersion lets a record's format version attribute fix the format of
+// a session read without its header.
+func (r *Reader) adoptVersion(st *readState, attrs pcommon.Map) {
+	if v, ok := intAttr(attrs, AttrFormatVersion); ok && v >= 0 && v <= 4 {
+		f := st.dec.Format()
+		if !f.FromHeader && (!f.Known || int(v) > f.Version) {
+			st.dec.SetFormat(sessionlog.Format{Version: int(v), Known: true})
+		}
+	}
+}
+
 func (r *Reader) decode(session string, origin Origin, body []byte, header bool, attrs pcommon.Map) (Record, error) {
 	st := r.state(session)
 	if header {
@@ -171,12 +205,7 @@ func (r *Reader) decode(session string, origin Origin, body []byte, header bool,
 		}
 		return Record{SessionID: session, Origin: origin, Row: row, Format: hd.Format(), Header: st.header}, nil
 	}
-	if v, ok := intAttr(attrs, AttrFormatVersion); ok && v >= 0 && v <= 4 {
-		f := st.dec.Format()
-		if !f.FromHeader && (!f.Known || int(v) > f.Version) {
-			st.dec.SetFormat(sessionlog.Format{Version: int(v), Known: true})
-		}
-	}
+	r.adoptVersion(st, attrs)
 	seq, _ := intAttr(attrs, AttrEventSeq)
 	// Rows read back have no line; the seq stands in for it in messages.
 	row, err := st.dec.Decode(body, int(seq)+1)
