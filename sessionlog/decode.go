@@ -75,6 +75,10 @@ type RowDecoder struct {
 	rows        int
 	header      *Header
 
+	// tape, when set, parses every row (a Decoder lends its own);
+	// otherwise each Decode takes one from the pool.
+	tape *tape
+
 	// The detail and chunk of the event being decoded, allocated with its
 	// row (see newEventRow); nil when the row has none.
 	det   *Detail
@@ -189,8 +193,11 @@ func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 	if len(b) > d.maxRowBytes {
 		return invalid(CodeRowTooLong, fmt.Sprintf("row of %d bytes exceeds the limit of %d bytes", len(b), d.maxRowBytes))
 	}
-	t := getTape()
-	defer putTape(t)
+	t := d.tape
+	if t == nil {
+		t = getTape()
+		defer putTape(t)
+	}
 	// A row that parses is valid UTF-8 (parse checks the strings, JSON has
 	// non-ASCII bytes nowhere else); bad UTF-8 anywhere comes first.
 	syntax, lossless := t.parse(b, d.maxDepth, true)

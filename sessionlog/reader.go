@@ -93,6 +93,7 @@ func NewDecoder(r io.Reader, opts Options) (*Decoder, error) {
 	} else {
 		d.br = d.src
 	}
+	d.rows.tape = getTape() // the stream's rows are parsed on one tape, given back by finish
 	return d, nil
 }
 
@@ -113,12 +114,17 @@ func newReader(r io.Reader) (*bufio.Reader, bool) {
 	return br, br != r
 }
 
-// finish ends the stream: Next returns io.EOF from now on and reads
-// nothing more, so a plain stream's read buffer goes back for reuse (the
-// rows never share it: readLine copies them out). A compressed stream's
+// finish ends the stream: Next returns io.EOF from now on and reads and
+// decodes nothing more, so the tape goes back to its pool and a plain
+// stream's read buffer is kept for reuse (the rows never share it:
+// readLine copies them out). A compressed stream's
 // buffers stay with the zstd decoder, which reads from one of them.
 func (d *Decoder) finish() {
 	d.done = true
+	if d.rows.tape != nil {
+		putTape(d.rows.tape)
+		d.rows.tape = nil
+	}
 	if d.zr == nil && d.ownSrc {
 		d.src.Reset(nil)
 		readers.Put(d.src)
