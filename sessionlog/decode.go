@@ -381,7 +381,12 @@ func (m *record) read(v jv) {
 	for k := v.i + 1; k < end; k = t.nodes[k+1].next {
 		val := jv{t, k + 1}
 		var slot *jv
-		switch t.str(k) {
+		n := &t.nodes[k]
+		key := t.s[n.start:n.end]
+		if n.esc {
+			key = unescape(key)
+		}
+		switch key {
 		case "type":
 			slot = &m.typ
 		case "seq":
