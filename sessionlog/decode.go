@@ -1091,25 +1091,29 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	members := data.Get(membersKey)
 	nMembers := 0
 	membersOK := true // every member a string
-	members.each(func(m jv) bool {
+	for m, end := members.elems(); m.i < end; m = m.after() {
 		if m.Type() != tString {
 			membersOK = false
-			return false
+			break
 		}
 		nMembers++
-		return true
-	})
+	}
 	dt := data.Get("dt")
 	nDt := 0
 	dtOK := true // every entry a safe integer
-	dt.each(func(x jv) bool {
-		if _, ok := safeInt(x); !ok {
+	var dtBuf [64]int64
+	dts := dtBuf[:0] // the first entries, read once (the rest are read again below)
+	for x, end := dt.elems(); x.i < end; x = x.after() {
+		n, ok := safeInt(x)
+		if !ok {
 			dtOK = false
-			return false
+			break
+		}
+		if len(dts) < cap(dts) {
+			dts = append(dts, n)
 		}
 		nDt++
-		return true
-	})
+	}
 	switch {
 	case !membersOK:
 		fail(seq0+int64(nMembers), fmt.Sprintf("%s member %d is not a string", membersKey, nMembers))
@@ -1155,7 +1159,12 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	m, x := members.first(), dt.first()
 	for k := range events {
 		if k > 0 {
-			n, _ := safeInt(x)
+			var n int64
+			if k-1 < len(dts) {
+				n = dts[k-1]
+			} else {
+				n, _ = safeInt(x)
+			}
 			x = x.after()
 			t += n
 			if t > maxSafeInteger || t < -maxSafeInteger {

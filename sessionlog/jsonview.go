@@ -195,6 +195,16 @@ func (v jv) first() jv {
 	return jv{v.t, v.i + 1}
 }
 
+// elems is an array's first element and the index that ends its
+// elements, for a walk with after while x.i < end (no elements when v is
+// no array).
+func (v jv) elems() (x jv, end uint32) {
+	if v.Type() != tArray {
+		return jv{}, 0
+	}
+	return jv{v.t, v.i + 1}, v.t.nodes[v.i].next
+}
+
 // after is the value after v: its next sibling in the enclosing array when
 // v is an array element and not the last one. Walking past the last
 // element is the caller's to prevent (it yields the array's follower).
