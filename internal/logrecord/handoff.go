@@ -21,6 +21,10 @@ import (
 // or were rebuilt by another component, header-less streams (their format
 // is inferred per reader), rows with problems, entries already overwritten.
 //
+// The receiver must not reuse a row (its Events, their strings) after
+// Append: the connector's engine keeps pointers to the events it is
+// handed, as it does to the rows it decodes itself.
+//
 // The table is a ring of handoffSlots entries: an entry is freed when it is
 // taken, and overwritten when the ring comes round to it, so records that
 // never reach a connector hold at most handoffSlots rows. Nothing is left
