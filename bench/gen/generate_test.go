@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -129,4 +130,36 @@ func TestRefusesExistingCorpus(t *testing.T) {
 	p.Format = "mix"
 	_, err = Generate(t.TempDir(), p, false)
 	assert.ErrorContains(t, err, "v4 events only")
+}
+
+// The CLI itself, as a user would run it: `dshtrace check --json` on every
+// file of a small mixed corpus reports its events and no violation.
+func TestDshtraceCheckCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds cmd/dshtrace")
+	}
+	dir := t.TempDir()
+	m, err := Generate(dir, Params{Sessions: 4, Turns: 2, Steps: 3, Tools: 2, Chunks: 5, Format: "mix", Seed: 9}, true)
+	require.NoError(t, err)
+	files, err := filepath.Glob(filepath.Join(dir, projectDir, "*", "session*.jsonl"))
+	require.NoError(t, err)
+	bin := filepath.Join(t.TempDir(), "dshtrace")
+	build := exec.Command("go", "build", "-o", bin, "github.com/dshtrace/dshtrace/cmd/dshtrace")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	out, err = exec.Command(bin, append([]string{"check", "--json"}, files...)...).Output()
+	require.NoError(t, err, "exit status: a violation or an unreadable file\n%s", out)
+	var events int64
+	for _, line := range bytes.Split(bytes.TrimSpace(out), []byte{'\n'}) {
+		var doc struct {
+			File       string            `json:"file"`
+			Events     int64             `json:"events"`
+			Violations []json.RawMessage `json:"violations"`
+		}
+		require.NoError(t, json.Unmarshal(line, &doc))
+		assert.Empty(t, doc.Violations, doc.File)
+		events += doc.Events
+	}
+	assert.Equal(t, m.Events, events)
 }
