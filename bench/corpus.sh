@@ -9,7 +9,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 gen=$1
 shift
 cache=${BENCH_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/dshtrace-bench}
-key=$({ echo "$*"; cat bench/gen/*.go; } | sha256sum | cut -c1-12)
+key=$({ echo "$*"; ls bench/gen/*.go | grep -v _test.go | xargs cat; } | sha256sum | cut -c1-12)
 dir=$cache/corpus-$key
 if [[ ! -f $dir/manifest.json ]]; then
 	mkdir -p "$cache"

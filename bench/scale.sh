@@ -35,11 +35,11 @@ for n in $LENGTHS; do
 	lengths+=("$(bench/corpus.sh "$tmp/gen" -sessions 1 -turns $(((n - 3 + 21) / 22)) -steps 3 -tools 2 -chunks 20 -format v4 -seed 1)")
 done
 echo "## peak RSS over one session's length"
-"$tmp/harness" scale -dsh "$DSH_BENCH" -label corpus "${lengths[@]}"
+"$tmp/harness" scale -dsh "$DSH_BENCH" "${lengths[@]}"
 
 open=()
 for n in $OPEN; do
 	open+=("$(bench/corpus.sh "$tmp/gen" -sessions "$n" -turns 1 -steps 3 -tools 2 -chunks 20 -format v4 -wrapped -open-last -seed 1)")
 done
 echo "## peak RSS over open turns"
-"$tmp/harness" scale -dsh "$DSH_BENCH" -label corpus "${open[@]}"
+"$tmp/harness" scale -dsh "$DSH_BENCH" "${open[@]}"

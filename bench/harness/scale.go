@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"path/filepath"
@@ -16,14 +17,14 @@ import (
 func scaleCmd(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("scale", flag.ExitOnError)
 	dshBin := fs.String("dsh", "", "otelcol-dsh-bench binary")
-	label := fs.String("label", "corpus", "what varies between the corpora (a column title)")
+	label := fs.String("label", "sessions × turns", "title of the first column")
 	timeout := fs.Duration("timeout", 15*time.Minute, "limit of one collector run")
 	settle := fs.Duration("settle", time.Second, "wait after the last item before reading RSS")
 	fs.Parse(args)
 	if err := check(*dshBin); err != nil {
 		return err
 	}
-	fmt.Printf("%-12s %10s %12s %10s %10s %9s %10s %13s %9s\n", *label, "events", "open turns", "MiB", "wall s", "CPU s", "events/s", "peak RSS MiB", "load")
+	fmt.Printf("%-22s %10s %12s %10s %10s %9s %10s %13s %9s\n", *label, "events", "open turns", "MiB", "wall s", "CPU s", "events/s", "peak RSS MiB", "load")
 	var prev *result
 	var prevM *manifest
 	for _, dir := range fs.Args() {
@@ -41,10 +42,10 @@ func scaleCmd(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Printf("%-12s %10d %12d %10.1f %10.2f %9.2f %10.0f %13.1f %9s\n", filepath.Base(root), m.Events, m.OpenTurns,
+		fmt.Printf("%-22s %10d %12d %10.1f %10.2f %9.2f %10.0f %13.1f %9s\n", shape(m), m.Events, m.OpenTurns,
 			mib(m.Bytes), r.wall.Seconds(), r.cpu.Seconds(), float64(m.Events)/r.wall.Seconds(), mib(r.peakRSS), loadavg())
 		if prev != nil && m.OpenTurns > prevM.OpenTurns {
-			fmt.Printf("%-12s RSS per additional open turn: %.0f bytes\n", "",
+			fmt.Printf("%-22s RSS per additional open turn: %.0f bytes\n", "",
 				float64(r.peakRSS-prev.peakRSS)/float64(m.OpenTurns-prevM.OpenTurns))
 		}
 		prev, prevM = r, m
@@ -85,4 +86,16 @@ service:
       receivers: [turn_state]
       exporters: [count]
 `, include, statusFile)
+}
+
+// shape names a corpus by its sessions and turns, e.g. "1 × 45455 turns".
+func shape(m *manifest) string {
+	var p struct {
+		Sessions int `json:"sessions"`
+		Turns    int `json:"turns"`
+	}
+	if json.Unmarshal(m.Params, &p) != nil {
+		return "?"
+	}
+	return fmt.Sprintf("%d × %d turns", p.Sessions, p.Turns)
 }
