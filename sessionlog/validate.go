@@ -2,8 +2,14 @@ package sessionlog
 
 import (
 	"fmt"
+	"hash/maphash"
 	"slices"
+	"strings"
 )
+
+// argsSeed seeds the hashes of advertised arguments (compared within one
+// process only).
+var argsSeed = maphash.MakeSeed()
 
 // Validator checks the invariants of one session's log (dsh-format.md §10):
 // dense seqs, the turn/step state machine, tool calls resolved in their
@@ -46,8 +52,13 @@ type seqGap struct {
 	prev          int64
 }
 
+// advertisedCall is a tool call an open step's assistant/message asked
+// for. Its id and name are copies and its arguments only a hash: an event's
+// strings are views into its row, and holding them would keep the whole
+// assistant/message row alive while the step is open.
 type advertisedCall struct {
-	ToolCallRef
+	ID, Name          string
+	args              uint64 // maphash of the arguments
 	started, resolved bool
 }
 
@@ -247,7 +258,8 @@ func (v *Validator) event(e *Event, f Format, out []Violation) []Violation {
 		v.citeGaps(e)
 		if inStep() {
 			for _, c := range e.Advertised {
-				v.advertised = append(v.advertised, advertisedCall{ToolCallRef: c})
+				v.advertised = append(v.advertised, advertisedCall{ID: strings.Clone(c.ID), Name: strings.Clone(c.Name),
+					args: maphash.String(argsSeed, c.Arguments)})
 			}
 		}
 		if rules >= 3 && e.HasSources {
@@ -387,7 +399,7 @@ func (v *Validator) toolCall(e *Event, f Format, out []Violation) []Violation {
 		add(CodeToolCallNotAdvertised, "tool/call %q (%s) matches no tool-call block of this step's assistant/message", e.CallID, e.ToolName)
 	case v.advertised[idx].Name != e.ToolName:
 		add(CodeToolCallNotAdvertised, "tool/call %q names tool %q but the assistant message advertised %q", e.CallID, e.ToolName, v.advertised[idx].Name)
-	case !f.Seed && v.advertised[idx].Arguments != e.Arguments:
+	case !f.Seed && v.advertised[idx].args != maphash.String(argsSeed, e.Arguments):
 		// The seed dialect's tool_use carries an object, re-encoded here, so
 		// only real dsh arguments are compared byte for byte.
 		add(CodeToolCallNotAdvertised, "tool/call %q arguments differ from the advertised call's", e.CallID)
@@ -395,7 +407,7 @@ func (v *Validator) toolCall(e *Event, f Format, out []Violation) []Violation {
 	if idx >= 0 {
 		v.advertised[idx].started = true
 	}
-	v.pending = append(v.pending, pendingCall{callID: e.CallID, name: e.ToolName, seq: e.Seq})
+	v.pending = append(v.pending, pendingCall{callID: strings.Clone(e.CallID), name: strings.Clone(e.ToolName), seq: e.Seq})
 	return out
 }
 
