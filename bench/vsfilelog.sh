@@ -15,7 +15,7 @@
 # the same comparison with a batch processor (defaults) in both.
 #
 # Sizes (override any with the environment):
-#   quick  SESSIONS=96  TURNS=40 → ~390k events, ~50 MiB, RUNS=3
+#   quick  SESSIONS=192 TURNS=40 → ~780k events, ~100 MiB, RUNS=3
 #   full   SESSIONS=384 TURNS=40 → ~1.6M events, ~200 MiB, RUNS=3
 #   STEPS=3 TOOLS=2 CHUNKS=20 FORMAT=mix SEED=1 (bench/gen's flags)
 #   BENCH_CACHE   where corpora are kept (default ${XDG_CACHE_HOME:-~/.cache}/dshtrace-bench)
@@ -25,7 +25,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 size=${1:-quick}
 case $size in
-quick) : "${SESSIONS:=96}" "${TURNS:=40}" ;;
+quick) : "${SESSIONS:=192}" "${TURNS:=40}" ;;
 full) : "${SESSIONS:=384}" "${TURNS:=40}" ;;
 *) echo "usage: bench/vsfilelog.sh [quick|full]" >&2; exit 2 ;;
 esac
