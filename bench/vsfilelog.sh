@@ -16,7 +16,7 @@
 #
 # Sizes (override any with the environment):
 #   quick  SESSIONS=192 TURNS=40 → ~780k events, ~100 MiB, RUNS=3
-#   full   SESSIONS=384 TURNS=40 → ~1.6M events, ~200 MiB, RUNS=3
+#   full   SESSIONS=384 TURNS=40 → ~1.6M events, ~200 MiB, RUNS=5
 #   STEPS=3 TOOLS=2 CHUNKS=20 FORMAT=mix SEED=1 (bench/gen's flags)
 #   BENCH_CACHE   where corpora are kept (default ${XDG_CACHE_HOME:-~/.cache}/dshtrace-bench)
 #   DSH_BENCH, FILELOG_BENCH  prebuilt distributions to use instead of building
@@ -29,7 +29,9 @@ quick) : "${SESSIONS:=192}" "${TURNS:=40}" ;;
 full) : "${SESSIONS:=384}" "${TURNS:=40}" ;;
 *) echo "usage: bench/vsfilelog.sh [quick|full]" >&2; exit 2 ;;
 esac
-: "${STEPS:=3}" "${TOOLS:=2}" "${CHUNKS:=20}" "${FORMAT:=mix}" "${SEED:=1}" "${RUNS:=3}"
+: "${STEPS:=3}" "${TOOLS:=2}" "${CHUNKS:=20}" "${FORMAT:=mix}" "${SEED:=1}"
+[[ $size == full ]] && : "${RUNS:=5}"
+: "${RUNS:=3}"
 go=${GO:-go}
 export GOTOOLCHAIN=local GOFLAGS=-buildvcs=false CGO_ENABLED=0
 
