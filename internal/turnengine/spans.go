@@ -28,9 +28,27 @@ func Traces(turns []*Turn) ptrace.Traces {
 			spans = ss.Spans()
 			bySession[key] = spans
 		}
+		spans.EnsureCapacity(spans.Len() + spanCount(t))
 		appendTurn(spans, t)
 	}
 	return td
+}
+
+// spanCount is the number of spans appendTurn adds for t.
+func spanCount(t *Turn) int {
+	n := 1
+	var tools func(tcs []*ToolCall)
+	tools = func(tcs []*ToolCall) {
+		for _, tc := range tcs {
+			n++
+			tools(tc.SubCalls)
+		}
+	}
+	for _, st := range t.Steps {
+		n += 1 + len(st.Attempts)
+		tools(st.Tools)
+	}
+	return n
 }
 
 func ts(ms int64) pcommon.Timestamp { return pcommon.Timestamp(msToNanos(ms)) }
@@ -46,6 +64,7 @@ func appendTurn(spans ptrace.SpanSlice, t *Turn) {
 	sp.SetStartTimestamp(ts(t.StartTime))
 	sp.SetEndTimestamp(ts(t.EndTime))
 	a := sp.Attributes()
+	a.EnsureCapacity(18) // the attributes below, allocated once
 	a.PutStr("gen_ai.operation.name", "invoke_agent")
 	a.PutStr("gen_ai.agent.name", t.Agent)
 	a.PutStr("gen_ai.conversation.id", t.SessionID)
@@ -105,6 +124,7 @@ func appendTurn(spans ptrace.SpanSlice, t *Turn) {
 		ssp.SetStartTimestamp(ts(st.StartTime))
 		ssp.SetEndTimestamp(ts(st.EndTime))
 		sa := ssp.Attributes()
+		sa.EnsureCapacity(6)
 		sa.PutStr("gen_ai.conversation.id", t.SessionID)
 		sa.PutInt("dsh.turn", t.Number)
 		sa.PutInt("dsh.step", st.Number)
@@ -155,6 +175,7 @@ func appendChat(spans ptrace.SpanSlice, t *Turn, st *Step, at *Attempt, trace pc
 	sp.SetStartTimestamp(ts(at.StartTime))
 	sp.SetEndTimestamp(ts(at.EndTime))
 	a := sp.Attributes()
+	a.EnsureCapacity(18) // the attributes below, allocated once
 	a.PutStr("gen_ai.operation.name", "chat")
 	a.PutStr("gen_ai.conversation.id", t.SessionID)
 	if at.Provider != "" {
@@ -231,6 +252,7 @@ func appendTool(spans ptrace.SpanSlice, t *Turn, st *Step, tc *ToolCall, trace p
 	sp.SetStartTimestamp(ts(tc.StartTime))
 	sp.SetEndTimestamp(ts(tc.EndTime))
 	a := sp.Attributes()
+	a.EnsureCapacity(14) // the attributes below, allocated once
 	a.PutStr("gen_ai.operation.name", "execute_tool")
 	a.PutStr("gen_ai.conversation.id", t.SessionID)
 	if tc.Name != "" {

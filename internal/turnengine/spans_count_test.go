@@ -1,0 +1,37 @@
+package turnengine
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dshtrace/dshtrace/internal/testcorpus"
+	"github.com/dshtrace/dshtrace/sessionlog"
+)
+
+// Traces sizes its span slice with spanCount: it must count exactly the
+// spans appendTurn adds (nested dispatches, failed attempts, open steps).
+func TestSpanCount(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "dialects", "*.jsonl"))
+	require.NoError(t, err)
+	for _, rel := range testcorpus.Files(t) { // the real corpus: nested dispatches too
+		files = append(files, filepath.Join(testcorpus.Dir(t), rel))
+	}
+	turns := 0
+	for _, name := range files {
+		f, err := os.Open(name)
+		require.NoError(t, err)
+		e := New(Config{})
+		require.NoError(t, Replay(e, f, sessionlog.Options{}, "s", time.Unix(1_800_000_000, 0)))
+		f.Close()
+		for _, turn := range e.Drain() {
+			assert.Equal(t, Traces([]*Turn{turn}).SpanCount(), spanCount(turn), "%s turn %d", name, turn.Number)
+			turns++
+		}
+	}
+	assert.Greater(t, turns, 10)
+}
