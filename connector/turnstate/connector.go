@@ -286,7 +286,10 @@ func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time, keep map[s
 	}
 	var out []turnengine.Input
 	for _, g := range groups {
-		slices.SortStableFunc(g.inputs, func(a, b turnengine.Input) int { return cmp.Compare(a.Event.Seq, b.Event.Seq) })
+		bySeq := func(a, b turnengine.Input) int { return cmp.Compare(a.Event.Seq, b.Event.Seq) }
+		if !slices.IsSortedFunc(g.inputs, bySeq) { // the common case: a source in order
+			slices.SortStableFunc(g.inputs, bySeq)
+		}
 		out = append(out, g.inputs...)
 	}
 	return out

@@ -144,6 +144,9 @@ type tailer struct {
 	cfg      FileConfig
 	patterns []string
 	client   storage.Client
+	// persist: client is a real storage (files::storage is set), so
+	// checkpoints are written, not only kept.
+	persist  bool
 	files    map[string]*tailedFile
 	tracked  atomic.Int64
 	firstRun bool
@@ -159,8 +162,8 @@ func newTailer(r *sessionReceiver, cfg FileConfig) *tailer {
 	return t
 }
 
-func (t *tailer) start(ctx context.Context, client storage.Client) error {
-	t.client = client
+func (t *tailer) start(ctx context.Context, client storage.Client, persist bool) error {
+	t.client, t.persist = client, persist
 	b, err := client.Get(ctx, startedKey)
 	if err != nil {
 		return err
@@ -780,6 +783,9 @@ func (t *tailer) flush(ctx context.Context, tf *tailedFile, f *os.File, batch *f
 	}
 	t.r.tel.BytesRead.Add(ctx, cp.Offset-tf.cp.Offset, t.r.attrFile)
 	tf.cp = cp
+	if !t.persist {
+		return nil
+	}
 	b, err := json.Marshal(cp)
 	if err == nil {
 		err = t.client.Set(ctx, checkpointPrefix+tf.path, b)

@@ -100,7 +100,8 @@ func (r *sessionReceiver) Start(ctx context.Context, host component.Host) error 
 	}
 	if r.tailer != nil {
 		client := storage.NewNopClient()
-		if id := r.cfg.Files.Get().Storage; id != nil {
+		id := r.cfg.Files.Get().Storage
+		if id != nil {
 			c, err := storageClient(ctx, host, *id, r.set.ID, "files")
 			if err != nil {
 				return err
@@ -108,7 +109,7 @@ func (r *sessionReceiver) Start(ctx context.Context, host component.Host) error 
 			r.clients = append(r.clients, c)
 			client = c
 		}
-		if err := r.tailer.start(ctx, client); err != nil {
+		if err := r.tailer.start(ctx, client, id != nil); err != nil {
 			return err
 		}
 	}
