@@ -5,6 +5,9 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -103,4 +106,37 @@ func (h *handoffTable) len() int {
 func handoffable(row *sessionlog.Row, f sessionlog.Format) bool {
 	return f.FromHeader && len(row.Problems) == 0 && len(row.Bytes) <= sessionlog.DefaultMaxRowBytes &&
 		(row.Kind == sessionlog.RowEvent || row.Kind == sessionlog.RowPacked)
+}
+
+// Pending lists the bodies of ld's event records, for Release: taken
+// before ld goes to the next consumer (after that, ld is not ours to read).
+// Nil when no Reader exists in the process.
+func Pending(ld plog.Logs) []string {
+	if !readerCreated.Load() {
+		return nil
+	}
+	out := make([]string, 0, ld.LogRecordCount())
+	for _, rl := range ld.ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				if lr.EventName() == EventNameEvent && lr.Body().Type() == pcommon.ValueTypeStr {
+					out = append(out, lr.Body().Str())
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Release drops the entries left for the bodies Pending listed that no
+// Reader took. A producer calls it once its next consumer has returned: a
+// connector reading in the same call has taken its rows by then, so what is
+// left belongs to records refused on the way (a memory_limiter, a full
+// queue) or handed to an asynchronous component, which then decodes them
+// itself. Without it, the rows of refused batches would stay in the ring —
+// holding memory exactly when a memory_limiter wants it back.
+func Release(bodies []string) {
+	for _, b := range bodies {
+		handoff.take(b)
+	}
 }

@@ -207,3 +207,33 @@ func TestHandoffConcurrent(t *testing.T) {
 	assert.Equal(t, 2000, taken)
 	assert.Zero(t, handoff.len())
 }
+
+// A batch refused on its way to the connector (a memory_limiter) leaves
+// nothing behind once its producer releases it: the ring does not hold the
+// rows of refused requests while memory is short.
+func TestHandoffReleasedAfterRefusal(t *testing.T) {
+	NewReader(0)
+	for handoff.len() > 0 { // earlier tests' leftovers
+		handoff.mu.Lock()
+		clear(handoff.index)
+		clear(handoff.slots)
+		handoff.mu.Unlock()
+	}
+	ld, rows := handoffRows(t, filepath.Join("..", "..", "testdata", "dialects", "v4-tools.jsonl"))
+	require.Greater(t, len(rows), 1)
+	pending := Pending(ld)
+	require.Equal(t, len(rows)-1, handoff.len(), "every event row left for a Reader")
+	require.Len(t, pending, len(rows)-1)
+	// No Reader read the batch (the pipeline refused it).
+	Release(pending)
+	assert.Zero(t, handoff.len(), "refused rows released")
+
+	// A batch that was read: Release finds nothing left and takes nothing
+	// it should not.
+	ld, _ = handoffRows(t, filepath.Join("..", "..", "testdata", "dialects", "v4-tools.jsonl"))
+	pending = Pending(ld)
+	readBack(t, NewReader(0), ld)
+	assert.Zero(t, handoff.len())
+	Release(pending)
+	assert.Zero(t, handoff.len())
+}
