@@ -10,6 +10,8 @@
 #   -rows R       rows per request (default 500)
 #   -timeout D    overall time limit (default 15m)
 #   -keep         keep the temp dir with the config and the collector log
+#   -storage      file_storage for the receiver's dedup state and turn_state's
+#                 journal, as deploy/collector configures them
 #   GO            the go command (default go)
 #
 # Prints a table (wall time, events/s, request latency p50/p95/p99/max,

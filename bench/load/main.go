@@ -46,13 +46,14 @@ func main() {
 	timeout := flag.Duration("timeout", 15*time.Minute, "overall time limit")
 	maxRetries := flag.Int("max-retries", 30, "503 retries per request before giving up")
 	keep := flag.Bool("keep", false, "keep the temp dir (config, collector log)")
+	journal := flag.Bool("storage", false, "give the receiver's dedup state and turn_state's journal a file_storage, as deploy/collector does")
 	flag.Parse()
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	ctx, cancelT := context.WithTimeout(ctx, *timeout)
 	err := run(ctx, options{
 		collector: *collector, sessions: *sessions, events: *events, workers: *workers,
-		rows: *rows, maxRetries: *maxRetries, keep: *keep,
+		rows: *rows, maxRetries: *maxRetries, keep: *keep, storage: *journal,
 	})
 	cancelT()
 	cancel()
@@ -68,6 +69,7 @@ type options struct {
 	sessions, events, workers, rows int
 	maxRetries                      int
 	keep                            bool
+	storage                         bool
 }
 
 func run(ctx context.Context, o options) (err error) {
@@ -101,7 +103,7 @@ func run(ctx context.Context, o options) (err error) {
 	}
 	ingest, promAddr, selfAddr := ports[0], ports[1], ports[2]
 	cfg := filepath.Join(dir, "otelcol.yaml")
-	if err := os.WriteFile(cfg, []byte(config(ingest, promAddr, selfAddr)), 0o644); err != nil {
+	if err := os.WriteFile(cfg, []byte(config(ingest, promAddr, selfAddr, storageDir(o.storage, dir))), 0o644); err != nil {
 		return err
 	}
 
@@ -221,12 +223,19 @@ func pct(sorted []time.Duration, p float64) string {
 // config is the collector's configuration: HTTP ingest only, turn spans to a
 // debug exporter that logs one batch summary in a million, metrics to the
 // prometheus exporter, self-telemetry pulled on its own port.
-func config(ingest, prom, self string) string {
+func config(ingest, prom, self, state string) string {
 	host, port, _ := net.SplitHostPort(self)
-	return fmt.Sprintf(`receivers:
+	httpStorage, turnStorage, serviceExt, ext := "", "", "", ""
+	if state != "" {
+		httpStorage = "\n      storage: file_storage"
+		turnStorage = "\n    storage: file_storage"
+		serviceExt = "\n  extensions: [file_storage]"
+		ext = "extensions:\n  file_storage:\n    directory: " + state + "\n    create_directory: true\n"
+	}
+	return ext + fmt.Sprintf(`receivers:
   session_event:
     http:
-      endpoint: %s
+      endpoint: %s%s
 processors:
   memory_limiter:
     check_interval: 1s
@@ -235,7 +244,7 @@ processors:
   batch:
 connectors:
   turn_state:
-    metrics_flush_interval: 1s
+    metrics_flush_interval: 1s%s
 exporters:
   debug:
     verbosity: basic
@@ -243,7 +252,7 @@ exporters:
     sampling_thereafter: 1000000
   prometheus:
     endpoint: %s
-service:
+service:%s
   pipelines:
     logs:
       receivers: [session_event]
@@ -264,7 +273,16 @@ service:
               prometheus:
                 host: %s
                 port: %s
-`, ingest, prom, host, port)
+`, ingest, httpStorage, turnStorage, prom, serviceExt, host, port)
+}
+
+// storageDir is the file_storage directory inside the run's temp dir, or
+// "" without -storage.
+func storageDir(on bool, dir string) string {
+	if !on {
+		return ""
+	}
+	return filepath.Join(dir, "state")
 }
 
 func freePorts(n int) ([]string, error) {
