@@ -12,9 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -205,6 +207,7 @@ func (t *tailer) close() {
 // reads what every file gained.
 func (t *tailer) poll(ctx context.Context) {
 	selected := selectGenerations(globFiles(t.patterns))
+	var plain []*tailedFile
 	for _, path := range selected {
 		if ctx.Err() != nil {
 			return
@@ -218,8 +221,13 @@ func (t *tailer) poll(ctx context.Context) {
 			t.files[path] = tf
 			t.tracked.Add(1)
 		}
-		t.read(ctx, tf)
+		if tf.zstd {
+			t.read(ctx, tf) // one zstd decoder, one file at a time
+		} else {
+			plain = append(plain, tf)
+		}
 	}
+	t.readConcurrently(ctx, plain)
 	keep := map[string]bool{}
 	for _, p := range selected {
 		keep[p] = true
@@ -244,6 +252,38 @@ func (t *tailer) poll(ctx context.Context) {
 			t.logger.Warn("Could not store the first-poll marker", zap.Error(err))
 		}
 	}
+}
+
+// readConcurrently reads the plain files, as many at once as the process
+// has CPUs. Each file's state is its own (decoder, record tracker,
+// checkpoint), and each file's rows still go downstream in order, one batch
+// at a time; only different files overlap, so the decoding of one proceeds
+// while another's batch is in the pipeline.
+func (t *tailer) readConcurrently(ctx context.Context, files []*tailedFile) {
+	workers := min(runtime.GOMAXPROCS(0), len(files))
+	if workers <= 1 {
+		for _, tf := range files {
+			if ctx.Err() != nil {
+				return
+			}
+			t.read(ctx, tf)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(files) || ctx.Err() != nil {
+					return
+				}
+				t.read(ctx, files[i])
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // selectGenerations keeps, per session directory, only the highest
