@@ -2,6 +2,7 @@ package turnengine
 
 import (
 	"container/list"
+	"strings"
 	"time"
 
 	"github.com/dshtrace/dshtrace/sessionlog"
@@ -126,6 +127,7 @@ type Engine struct {
 	gaps      map[*session]struct{}
 	closed    []*Turn
 	forgotten []string
+	names     map[string]string // see name
 	stats     Stats
 	metrics   *Metrics
 }
@@ -141,6 +143,7 @@ func New(cfg Config) *Engine {
 		lru:      list.New(),
 		open:     list.New(),
 		gaps:     map[*session]struct{}{},
+		names:    map[string]string{},
 		stats:    Stats{Dangling: map[string]int64{}},
 		metrics:  m,
 	}
@@ -365,4 +368,26 @@ func (e *Engine) turnClosed(s *session, t *Turn) {
 	e.stats.TurnsClosed++
 	e.metrics.recordTurn(t)
 	e.closed = append(e.closed, t)
+}
+
+// maxNames bounds the engine's table of names (interned below).
+const maxNames = 4096
+
+// name returns v as a string of the engine's own: tool, model and provider
+// names, finish kinds and error codes repeat across events, so each is
+// copied out of its row once and shared afterwards (an event's strings are
+// views into its row, which a kept view would hold in memory). Past
+// maxNames distinct names, further ones are copied each time.
+func (e *Engine) name(v string) string {
+	if v == "" {
+		return ""
+	}
+	if n, ok := e.names[v]; ok {
+		return n
+	}
+	n := strings.Clone(v)
+	if len(e.names) < maxNames {
+		e.names[n] = n
+	}
+	return n
 }

@@ -150,10 +150,10 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		}
 	case "request/header", "request/context":
 		if ev.Provider != "" {
-			s.provider = own(ev.Provider, s.provider)
+			s.provider = s.e.name(ev.Provider)
 		}
 		if ev.Model != "" {
-			s.model = own(ev.Model, s.model)
+			s.model = s.e.name(ev.Model)
 		}
 	case "assistant/chunk":
 		if st := s.stepOf(ev); st != nil {
@@ -185,7 +185,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		}
 	case "tool/call":
 		if st := s.stepOf(ev); st != nil {
-			tc := &ToolCall{CallID: strings.Clone(ev.CallID), Name: strings.Clone(ev.ToolName), StartTime: ev.Time, StartSeq: ev.Seq,
+			tc := &ToolCall{CallID: strings.Clone(ev.CallID), Name: e.name(ev.ToolName), StartTime: ev.Time, StartSeq: ev.Seq,
 				LoggedStartTime: ev.Time, Outcome: "unknown"}
 			if e.cfg.CaptureContent {
 				tc.Arguments = truncateArguments(ev.Arguments, e.cfg.MaxContentBytes)
@@ -211,7 +211,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 				e.stats.Orphans++
 				return
 			}
-			sub := &ToolCall{CallID: strings.Clone(ev.CallID), SubCallID: strings.Clone(ev.SubCallID), Name: strings.Clone(ev.ToolName),
+			sub := &ToolCall{CallID: strings.Clone(ev.CallID), SubCallID: strings.Clone(ev.SubCallID), Name: e.name(ev.ToolName),
 				StartTime: ev.Time, StartSeq: ev.Seq, LoggedStartTime: ev.Time, Outcome: "unknown"}
 			parent.SubCalls = append(parent.SubCalls, sub)
 			ot.subs[sub.SubCallID] = sub
@@ -226,7 +226,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		sub := ot.subs[ev.SubCallID]
 		delete(ot.subs, ev.SubCallID)
 		sub.EndTime, sub.LoggedEndTime, sub.done = ev.Time, ev.Time, true
-		sub.Outcome, sub.ErrorCode = outcome(ev.IsError), strings.Clone(ev.ErrorCode)
+		sub.Outcome, sub.ErrorCode = outcome(ev.IsError), e.name(ev.ErrorCode)
 	case "user/message":
 		if ot != nil {
 			ot.addEvent(ev, "dsh.user.message", Attr{"dsh.message.source", ev.SourceKind})
@@ -408,7 +408,7 @@ func (s *session) chunk(st *Step, ev *sessionlog.Event) {
 	case "usage":
 		a.Usage = c.Usage
 	case "finish":
-		a.FinishKind = own(c.Finish.Kind, a.FinishKind)
+		a.FinishKind = s.e.name(c.Finish.Kind)
 		a.Failure = c.Finish.Failure
 		a.EndTime, a.closed = ev.Time, true
 	}
@@ -423,7 +423,7 @@ func (s *session) fromStream(a *Attempt, st *sessionlog.Stream) {
 		a.Usage = st.Usage
 	}
 	if st.Finish != nil {
-		a.FinishKind = own(st.Finish.Kind, a.FinishKind)
+		a.FinishKind = s.e.name(st.Finish.Kind)
 		a.Failure = ownFailure(st.Finish.Failure)
 	}
 	if st.HasDelta {
@@ -467,13 +467,13 @@ func (s *session) message(st *Step, ev *sessionlog.Event) {
 		a.Usage = ev.Usage
 	}
 	if ev.Provider != "" {
-		a.Provider = own(ev.Provider, a.Provider)
+		a.Provider = s.e.name(ev.Provider)
 	}
 	if ev.Model != "" {
-		a.Model = own(ev.Model, a.Model)
+		a.Model = s.e.name(ev.Model)
 	}
 	for _, c := range ev.Advertised {
-		a.Advertised = append(a.Advertised, sessionlog.ToolCallRef{ID: strings.Clone(c.ID), Name: strings.Clone(c.Name)})
+		a.Advertised = append(a.Advertised, sessionlog.ToolCallRef{ID: strings.Clone(c.ID), Name: s.e.name(c.Name)})
 	}
 	if s.e.cfg.CaptureContent {
 		s.captureChat(a, ev)
@@ -517,7 +517,7 @@ func (s *session) toolResult(st *Step, ev *sessionlog.Event) {
 		// zero-length span, so the failed request is not invisible.
 		name := s.advertisedName(st, ev.CallID)
 		if name == "" {
-			name = strings.Clone(ev.ToolName) // the seed dialect names the tool on the result
+			name = s.e.name(ev.ToolName) // the seed dialect names the tool on the result
 		}
 		tc = &ToolCall{CallID: strings.Clone(ev.CallID), Name: name, StartTime: ev.Time, StartSeq: ev.Seq,
 			LoggedStartTime: ev.Time, NotStarted: true}
@@ -525,7 +525,7 @@ func (s *session) toolResult(st *Step, ev *sessionlog.Event) {
 	}
 	ot.pending = slices.DeleteFunc(ot.pending, func(c *ToolCall) bool { return c == tc })
 	tc.EndTime, tc.LoggedEndTime, tc.done = ev.Time, ev.Time, true
-	tc.Outcome, tc.ErrorCode = outcome(ev.IsError), strings.Clone(ev.ErrorCode)
+	tc.Outcome, tc.ErrorCode = outcome(ev.IsError), s.e.name(ev.ErrorCode)
 	if s.e.cfg.CaptureContent {
 		s.captureResult(tc, ev)
 	}
@@ -586,17 +586,8 @@ func (ot *openTurn) addEventOnCall(ev *sessionlog.Event, name, callID string, at
 // The decoder's strings are views into the row they came from, so a string
 // kept in an open turn would keep its whole row alive — a tool result or a
 // model stream of up to 4 MiB for one call id. What the engine keeps past
-// the event is copied first (own, ownAttrs, ownFailure); what it only reads
-// is not.
-
-// own returns v copied, or known when v equals it (no copy: models,
-// providers and finish kinds repeat).
-func own(v, known string) string {
-	if v == known {
-		return known
-	}
-	return strings.Clone(v)
-}
+// the event is copied first (Engine.name for the names that repeat,
+// strings.Clone for ids, ownAttrs, ownFailure); what it only reads is not.
 
 // ownAttrs copies the string values of span event attributes in place.
 func ownAttrs(attrs []Attr) {
