@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/dshtrace/dshtrace/internal/storageclient"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 )
 
@@ -83,17 +84,9 @@ func bucketOf(id string) int {
 
 // openJournal opens the connector's client on the storage extension id.
 func openJournal(ctx context.Context, host component.Host, id, self component.ID) (*journal, error) {
-	ext, ok := host.GetExtensions()[id]
-	if !ok {
-		return nil, fmt.Errorf("turn_state: storage extension %s not found", id)
-	}
-	se, ok := ext.(storage.Extension)
-	if !ok {
-		return nil, fmt.Errorf("turn_state: extension %s is not a storage extension", id)
-	}
-	client, err := se.GetClient(ctx, component.KindConnector, self, "turns")
+	client, err := storageclient.Open(ctx, host, id, component.KindConnector, self, "turns", "turn_state")
 	if err != nil {
-		return nil, fmt.Errorf("turn_state: open storage %s: %w", id, err)
+		return nil, err
 	}
 	j := &journal{client: client, sessions: map[string]*journalEntry{}}
 	for b := range j.buckets {

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
+	"github.com/dshtrace/dshtrace/internal/storageclient"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 )
 
@@ -124,18 +125,9 @@ func (r *sessionReceiver) Start(ctx context.Context, host component.Host) error 
 	return nil
 }
 
-// storageClient finds the storage extension id among the host's extensions
-// and opens the receiver's client on it (collector-notes §5.1).
+// storageClient opens the receiver's client name on storage extension id.
 func storageClient(ctx context.Context, host component.Host, id, self component.ID, name string) (storage.Client, error) {
-	ext, ok := host.GetExtensions()[id]
-	if !ok {
-		return nil, fmt.Errorf("session_event: storage extension %s not found", id)
-	}
-	se, ok := ext.(storage.Extension)
-	if !ok {
-		return nil, fmt.Errorf("session_event: extension %s is not a storage extension", id)
-	}
-	return se.GetClient(ctx, component.KindReceiver, self, name)
+	return storageclient.Open(ctx, host, id, component.KindReceiver, self, name, "session_event")
 }
 
 // Shutdown stops the HTTP server (letting requests in flight finish), then
