@@ -135,11 +135,7 @@ func (t *Tracker) Append(lrs plog.LogRecordSlice, session string, row *sessionlo
 		lr.SetEventName(EventNameEvent)
 		lr.SetTimestamp(pcommon.Timestamp(first.Time * int64(time.Millisecond)))
 		lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(observed))
-		body := string(row.Bytes)
-		lr.Body().SetStr(body)
-		if handoffable(row, f) {
-			handoff.put(body, row, f)
-		}
+		lr.Body().SetStr(string(row.Bytes))
 		a := lr.Attributes()
 		a.EnsureCapacity(eventAttrCount(row, first, p, f)) // one allocation, no regrowth
 		a.PutStr(AttrSessionID, session)

@@ -60,7 +60,6 @@ func NewReader(maxSessions int) *Reader {
 	if maxSessions <= 0 {
 		maxSessions = 100000
 	}
-	readerCreated.Store(true)
 	return &Reader{max: maxSessions, sessions: map[string]*readState{}}
 }
 
@@ -128,13 +127,7 @@ func (r *Reader) Read(res pcommon.Resource, lr plog.LogRecord) (Record, error) {
 		if session == "" || lr.Body().Type() != pcommon.ValueTypeStr {
 			return Record{}, fmt.Errorf("%w: %s record without session.id or string body", ErrNotSession, name)
 		}
-		body := lr.Body().Str()
-		if name == EventNameEvent {
-			if rec, ok := r.handedOff(session, body, attrs); ok {
-				return rec, nil
-			}
-		}
-		return r.decode(session, OriginReceiver, stringBytes(body), name == EventNameHeader, attrs)
+		return r.decode(session, OriginReceiver, stringBytes(lr.Body().Str()), name == EventNameHeader, attrs)
 	case name == "session-log" || strAttr(attrs, "content") != "":
 		content := strAttr(attrs, "content")
 		if session == "" || content == "" {
@@ -160,22 +153,6 @@ func (r *Reader) Read(res pcommon.Resource, lr plog.LogRecord) (Record, error) {
 		return Record{}, fmt.Errorf("%w: %v", ErrNotSession, err)
 	}
 	return r.decode(session, OriginDshV0, b, false, attrs)
-}
-
-// handedOff is the record's row as the receiver decoded it, when the
-// receiver left it in the handoff (see handoff.go) and the session's format
-// here is the one it was decoded under.
-func (r *Reader) handedOff(session, body string, attrs pcommon.Map) (Record, bool) {
-	e, ok := handoff.take(body)
-	if !ok {
-		return Record{}, false
-	}
-	st := r.state(session)
-	r.adoptVersion(st, attrs)
-	if st.dec.Format() != e.format {
-		return Record{}, false
-	}
-	return Record{SessionID: session, Origin: OriginReceiver, Row: e.row, Format: e.format, Header: st.header}, true
 }
 
 // adoptVersion lets a record's format version attribute fix the format of

@@ -790,9 +790,7 @@ func (t *tailer) flush(ctx context.Context, tf *tailedFile, f *os.File, batch *f
 	if batch.n > 0 {
 		obs := t.r.obs[transportFile]
 		opCtx := obs.StartLogsOp(ctx)
-		pending := logrecord.Pending(batch.ld)
 		err := t.r.next.ConsumeLogs(opCtx, batch.ld)
-		logrecord.Release(pending)
 		obs.EndLogsOp(opCtx, "jsonl", batch.n, err)
 		switch {
 		case err == nil:

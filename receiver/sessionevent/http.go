@@ -240,9 +240,7 @@ func (r *sessionReceiver) ingest(ctx context.Context, pb *parsedBody) (accepted,
 
 	if accepted > 0 {
 		opCtx := r.obs[transportHTTP].StartLogsOp(ctx)
-		pending := logrecord.Pending(ld)
 		err = r.next.ConsumeLogs(opCtx, ld)
-		logrecord.Release(pending)
 		r.obs[transportHTTP].EndLogsOp(opCtx, "jsonl", accepted, err)
 		if err != nil {
 			r.trackerMu.Lock()
