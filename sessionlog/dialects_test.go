@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/dshtrace/dshtrace/internal/turnmodel"
 	"io"
 	"os"
 	"path/filepath"
@@ -613,8 +614,10 @@ func spotSeedSample(t *testing.T, rows []*Row, dec *Decoder) {
 	}
 	// An older pending call of the same tool would win by name; the
 	// citation must win first.
-	pending := []pendingCall{{callID: "call_0", name: "bash", seq: 3}, {callID: "call_1", name: "bash", seq: 6}}
-	if i := resolveCall(result, pending); i != 1 {
-		t.Errorf("resolveCall picked %d, want 1 (call_1 via sourceEventSeqs)", i)
+	var pending turnmodel.Calls
+	pending.Add("call_0", "bash", 3, 1)
+	pending.Add("call_1", "bash", 6, 1)
+	if i := pending.Find(result.ToolResult(Format{Seed: true}, 1)); i != 1 {
+		t.Errorf("the pairing picked %d, want 1 (call_1 via sourceEventSeqs)", i)
 	}
 }

@@ -16,7 +16,8 @@ func (v *Validator) Resume(next, lastTurn int64) {
 	v.openTurn, v.openStep, v.nextStep = 0, 0, 1
 	v.nextTurn = lastTurn + 1
 	v.turnSeen = lastTurn > 0
-	v.advertised, v.pending, v.gaps = v.advertised[:0], v.pending[:0], v.gaps[:0]
+	v.advertised, v.gaps = v.advertised[:0], v.gaps[:0]
+	v.pending.Reset()
 	v.surface, v.noSurface = v.surface[:0], true
 }
 

@@ -5,6 +5,8 @@ import (
 	"hash/maphash"
 	"slices"
 	"strings"
+
+	"github.com/dshtrace/dshtrace/internal/turnmodel"
 )
 
 // argsSeed seeds the hashes of advertised arguments (compared within one
@@ -33,7 +35,7 @@ type Validator struct {
 
 	// Tool state of the open step.
 	advertised []advertisedCall
-	pending    []pendingCall
+	pending    turnmodel.Calls
 
 	surface []int64
 
@@ -60,11 +62,6 @@ type advertisedCall struct {
 	ID, Name          string
 	args              uint64 // maphash of the arguments
 	started, resolved bool
-}
-
-type pendingCall struct {
-	callID, name string
-	seq          int64
 }
 
 // NewValidator returns a Validator for one session.
@@ -282,7 +279,7 @@ func (v *Validator) event(e *Event, f Format, out []Violation) []Violation {
 				add(CodeEventOutsideTurn, "a replacing tool/result needs an open turn")
 			}
 		} else if inStep() {
-			out = v.toolResult(e, out)
+			out = v.toolResult(e, f, out)
 		}
 	case "request/header":
 		if rules >= 3 && e.HasSystem {
@@ -326,7 +323,7 @@ func (v *Validator) stepName() string {
 
 func (v *Validator) resetStep() {
 	v.advertised = v.advertised[:0]
-	v.pending = v.pending[:0]
+	v.pending.Reset()
 }
 
 func (v *Validator) reportGap(g seqGap, out []Violation) []Violation {
@@ -387,11 +384,9 @@ func (v *Validator) toolCall(e *Event, f Format, out []Violation) []Violation {
 	add := func(code, format string, args ...any) {
 		out = append(out, Violation{Line: e.Row.Line, Seq: e.Seq, Code: code, Message: fmt.Sprintf(format, args...)})
 	}
-	for _, p := range v.pending {
-		if p.callID == e.CallID {
-			add(CodeToolCallDuplicate, "tool/call %q is already started in this step", e.CallID)
-			return out
-		}
+	if v.pending.Has(e.CallID) {
+		add(CodeToolCallDuplicate, "tool/call %q is already started in this step", e.CallID)
+		return out
 	}
 	idx := slices.IndexFunc(v.advertised, func(c advertisedCall) bool { return c.ID == e.CallID && !c.started })
 	switch {
@@ -407,39 +402,16 @@ func (v *Validator) toolCall(e *Event, f Format, out []Violation) []Violation {
 	if idx >= 0 {
 		v.advertised[idx].started = true
 	}
-	v.pending = append(v.pending, pendingCall{callID: strings.Clone(e.CallID), name: strings.Clone(e.ToolName), seq: e.Seq})
+	v.pending.Add(e.CallID, e.ToolName, e.Seq, v.openStep)
 	return out
 }
 
-// ResolveCallID finds which pending call a tool/result closes, in the order
-// of §12.2 #6: the message's own call id, the tool/call its sourceEventSeqs
-// cite, the oldest pending call of the same tool name, the oldest pending.
-func resolveCall(e *Event, pending []pendingCall) int {
-	if e.CallID != "" {
-		return slices.IndexFunc(pending, func(p pendingCall) bool { return p.callID == e.CallID })
-	}
-	if e.HasSources && len(e.Sources) > 0 {
-		if i := slices.IndexFunc(pending, func(p pendingCall) bool { return p.seq == e.Sources[0] }); i >= 0 {
-			return i
-		}
-	}
-	if e.ToolName != "" {
-		if i := slices.IndexFunc(pending, func(p pendingCall) bool { return p.name == e.ToolName }); i >= 0 {
-			return i
-		}
-	}
-	if len(pending) > 0 {
-		return 0
-	}
-	return -1
-}
-
-func (v *Validator) toolResult(e *Event, out []Violation) []Violation {
-	i := resolveCall(e, v.pending)
+// toolResult closes the call a result answers, by the turn model's
+// pairing rules (turnmodel.Calls).
+func (v *Validator) toolResult(e *Event, f Format, out []Violation) []Violation {
 	callID := e.CallID
-	if i >= 0 {
-		callID = v.pending[i].callID
-		v.pending = slices.Delete(v.pending, i, i+1)
+	if call, ok := v.pending.Resolve(e.ToolResult(f, v.openStep)); ok {
+		callID = call.ID
 	} else {
 		// A call that never started may only be closed by crash repair's
 		// TOOL_NOT_STARTED result (§10.3, §10.4).

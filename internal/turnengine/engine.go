@@ -195,6 +195,9 @@ func (e *Engine) Ingest(in Input, now time.Time) {
 	s := e.session(in.SessionID, now)
 	if in.Header != nil {
 		s.header = in.Header
+		if h := in.Header; h.HasSeedLength {
+			s.cur.SetFork(h.ParentSession, h.SeedLength)
+		}
 	}
 	s.format = in.Format
 	s.gappy = s.gappy || in.Gappy
@@ -348,6 +351,7 @@ func (e *Engine) closeDangling(s *session, cause string) {
 	}
 	e.stats.Dangling[cause]++
 	s.closeTurn(sessionlog.Reason{Kind: "dangling"}, cause, s.turn.lastTime, -1)
+	s.cur.CloseTurn() // its later events are late
 }
 
 // turnOpened tracks a newly opened turn and enforces MaxOpenTurns.

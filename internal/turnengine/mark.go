@@ -36,7 +36,7 @@ func (e *Engine) Mark(id string) (Mark, bool) {
 	if s == nil {
 		return Mark{}, false
 	}
-	m := Mark{Started: s.started, Next: s.next, LastClosedTurn: s.lastClosedTurn,
+	m := Mark{Started: s.started, Next: s.next, LastClosedTurn: s.cur.LastClosed(),
 		Provider: s.provider, Model: s.model, Gappy: s.gappy, Retain: math.MaxInt64,
 		LastTurn: s.validator.LastTurn()}
 	switch {
@@ -67,7 +67,7 @@ func (e *Engine) Resume(id string, m Mark, now time.Time) {
 	}
 	s := e.session(id, now)
 	s.gappy = m.Gappy
-	s.lastClosedTurn = m.LastClosedTurn
+	s.cur.SetLastClosed(m.LastClosedTurn)
 	s.provider, s.model = m.Provider, m.Model
 	if m.Started {
 		// Where the open turn begins when there is one: its events are

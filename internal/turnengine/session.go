@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dshtrace/dshtrace/internal/turnmodel"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -25,8 +26,10 @@ type session struct {
 
 	lruElem, openElem *list.Element
 
-	turn           *openTurn
-	lastClosedTurn int64
+	turn *openTurn
+	// cur says where each event belongs (the turn model); the engine's
+	// open turn follows it.
+	cur *turnmodel.Cursor
 
 	// provider and model of the latest request/header or request/context:
 	// the identity of attempts without a message of their own.
@@ -53,16 +56,16 @@ type openTurn struct {
 	// retryStart is the time of an llm/retry-started awaiting its attempt.
 	retryStart    int64
 	hasRetryStart bool
-	// pending are the open tool calls of the open step, in start order.
-	pending []*ToolCall
 	// subs are open dispatch sub-calls by subCallId.
 	subs map[string]*ToolCall
-	// callsBySeq maps tool/call seqs to calls (seed-dialect pairing).
+	// callsBySeq maps the open step's tool/call seqs to their calls: the
+	// turn model names the call a result closes by its seq.
 	callsBySeq map[int64]*ToolCall
 }
 
 func newSession(id string, e *Engine) *session {
 	s := &session{e: e, id: strings.Clone(id), buf: map[int64]*sessionlog.Event{}}
+	s.cur = turnmodel.NewCursor(s.id)
 	s.validator = sessionlog.NewValidator()
 	s.validator.TrackSurface(false)
 	if e.cfg.CaptureContent {
@@ -110,7 +113,11 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 	if ev.Type == "turn/start" {
 		s.lastTurnStart = ev.Seq
 	}
-	if !e.cfg.KeepInherited && s.header != nil && s.header.HasSeedLength && ev.Seq < s.header.SeedLength {
+	// Where the event belongs is the turn model's answer; the engine builds
+	// the spans there.
+	m := ev.TurnModel(s.format)
+	pl := s.cur.Advance(&m)
+	if pl.Inherited && !e.cfg.KeepInherited {
 		// Inherited from the parent session, whose spans these are (§10.5).
 		return
 	}
@@ -119,33 +126,41 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		// the history before its step's first model event.
 		defer s.deriver.Event(ev, s.format)
 	}
+	switch pl.Stray {
+	case turnmodel.Late:
+		e.stats.Late++
+		return
+	case turnmodel.Orphan:
+		e.stats.Orphans++
+		return
+	}
 	ot := s.turn
 	if ot != nil {
 		ot.lastTime = max(ot.lastTime, ev.Time)
 	}
+	if ot == nil && ev.Type != "turn/start" {
+		// Between turns (or a turn the engine skipped: a fork's inherited
+		// prefix): nothing to build on.
+		return
+	}
 	switch ev.Type {
 	case "turn/start":
+		if ot != nil {
+			e.stats.Dangling[CauseSuperseded]++
+			s.closeTurn(sessionlog.Reason{Kind: "dangling"}, CauseSuperseded, ot.lastTime, -1)
+		}
 		s.turnStart(ev)
 	case "turn/end":
-		if ot == nil || !ev.HasTurn || ev.Turn != ot.t.Number {
-			s.stray(ev)
-			return
-		}
 		s.closeTurn(ev.Reason, "", ev.Time, ev.Seq)
 	case "step/start":
-		if ot == nil || ev.Turn != ot.t.Number {
-			s.stray(ev)
-			return
-		}
 		if ot.step != nil {
 			ot.closeStep(ev.Time, true)
 		}
 		ot.step = &Step{Number: ev.Step, StartTime: ev.Time, StartSeq: ev.Seq}
 		ot.t.Steps = append(ot.t.Steps, ot.step)
-		ot.pending = ot.pending[:0]
 		clear(ot.callsBySeq)
 	case "step/end":
-		if st := s.stepOf(ev); st != nil {
+		if ot.step != nil {
 			ot.closeStep(ev.Time, false)
 		}
 	case "request/header", "request/context":
@@ -156,127 +171,96 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 			s.model = s.e.name(ev.Model)
 		}
 	case "assistant/chunk":
-		if st := s.stepOf(ev); st != nil {
-			s.chunk(st, ev)
+		if st := ot.step; st != nil {
+			s.chunk(s.attemptAt(st, ev, pl), ev)
 		}
 	case "assistant/attempt":
-		if st := s.stepOf(ev); st != nil {
-			a := s.newAttempt(st, ev)
+		if st := ot.step; st != nil {
+			a := s.attemptAt(st, ev, pl)
 			s.fromStream(a, ev.Stream)
 			a.EndTime = ev.Time
 			a.closed = true
 		}
 	case "assistant/message":
-		if st := s.stepOf(ev); st != nil {
-			s.message(st, ev)
+		if st := ot.step; st != nil {
+			s.message(st, s.attemptAt(st, ev, pl), pl.NewAttempt, ev)
 		}
 	case "llm/retry-started":
-		if ot != nil {
-			ot.retryStart, ot.hasRetryStart = ev.Time, true
-			ot.addEvent(ev, "dsh.llm.retry_started", Attr{"dsh.retry", ev.Retry})
-		}
+		ot.retryStart, ot.hasRetryStart = ev.Time, true
+		ot.addEvent(ev, "dsh.llm.retry_started", Attr{"dsh.retry", ev.Retry})
 	case "llm/retry":
-		if ot != nil {
-			attrs := []Attr{{"dsh.retry", ev.Retry}}
-			if ev.Failure != nil {
-				attrs = append(attrs, Attr{"error.type", ev.Failure.Code})
-			}
-			ot.addEvent(ev, "dsh.llm.retry", attrs...)
+		attrs := []Attr{{"dsh.retry", ev.Retry}}
+		if ev.Failure != nil {
+			attrs = append(attrs, Attr{"error.type", ev.Failure.Code})
 		}
+		ot.addEvent(ev, "dsh.llm.retry", attrs...)
 	case "tool/call":
-		if st := s.stepOf(ev); st != nil {
+		if st := ot.step; st != nil {
 			tc := &ToolCall{CallID: strings.Clone(ev.CallID), Name: e.name(ev.ToolName), StartTime: ev.Time, StartSeq: ev.Seq,
 				LoggedStartTime: ev.Time, Outcome: "unknown"}
 			if e.cfg.CaptureContent {
 				tc.Arguments = truncateArguments(ev.Arguments, e.cfg.MaxContentBytes)
 			}
 			st.Tools = append(st.Tools, tc)
-			ot.pending = append(ot.pending, tc)
 			ot.callsBySeq[ev.Seq] = tc
 		}
 	case "tool/result":
 		if ev.Surface.Kind == sessionlog.SurfaceReplace {
-			if ot != nil {
-				ot.addEvent(ev, "dsh.tool.result_rewritten", Attr{"gen_ai.tool.call.id", ev.CallID})
-			}
+			ot.addEvent(ev, "dsh.tool.result_rewritten", Attr{"gen_ai.tool.call.id", ev.CallID})
 			return
 		}
-		if st := s.stepOf(ev); st != nil {
-			s.toolResult(st, ev)
+		if st := ot.step; st != nil {
+			s.toolResult(st, ev, pl)
 		}
 	case "tool/ptc-dispatch-start", "tool/code-dispatch-start":
-		if ot != nil && ot.step != nil {
-			parent := ot.findCall(ev.CallID)
-			if parent == nil {
-				e.stats.Orphans++
-				return
-			}
-			sub := &ToolCall{CallID: strings.Clone(ev.CallID), SubCallID: strings.Clone(ev.SubCallID), Name: e.name(ev.ToolName),
-				StartTime: ev.Time, StartSeq: ev.Seq, LoggedStartTime: ev.Time, Outcome: "unknown"}
-			parent.SubCalls = append(parent.SubCalls, sub)
-			ot.subs[sub.SubCallID] = sub
-		} else {
-			e.stats.Orphans++
-		}
-	case "tool/ptc-dispatch", "tool/code-dispatch":
-		if ot == nil || ot.subs[ev.SubCallID] == nil {
+		parent := ot.findCall(ev.CallID)
+		if parent == nil {
 			e.stats.Orphans++
 			return
 		}
+		sub := &ToolCall{CallID: strings.Clone(ev.CallID), SubCallID: strings.Clone(ev.SubCallID), Name: e.name(ev.ToolName),
+			StartTime: ev.Time, StartSeq: ev.Seq, LoggedStartTime: ev.Time, Outcome: "unknown"}
+		parent.SubCalls = append(parent.SubCalls, sub)
+		ot.subs[sub.SubCallID] = sub
+	case "tool/ptc-dispatch", "tool/code-dispatch":
 		sub := ot.subs[ev.SubCallID]
+		if sub == nil {
+			e.stats.Orphans++
+			return
+		}
 		delete(ot.subs, ev.SubCallID)
 		sub.EndTime, sub.LoggedEndTime, sub.done = ev.Time, ev.Time, true
 		sub.Outcome, sub.ErrorCode = outcome(ev.IsError), e.name(ev.ErrorCode)
 	case "user/message":
-		if ot != nil {
-			ot.addEvent(ev, "dsh.user.message", Attr{"dsh.message.source", ev.SourceKind})
-		}
+		ot.addEvent(ev, "dsh.user.message", Attr{"dsh.message.source", ev.SourceKind})
 	case "approval/asked":
-		if ot != nil {
+		if pl.Kind == turnmodel.KindTool {
 			ot.addEventOnCall(ev, "dsh.approval.asked", ev.CallID, Attr{"gen_ai.tool.name", ev.ToolName})
+		} else {
+			ot.addEvent(ev, "dsh.approval.asked", Attr{"gen_ai.tool.name", ev.ToolName})
 		}
 	case "compaction/start", "compaction/summary", "compaction/prune", "compaction/end",
 		"approval/decided", "hook/invoked", "hook/result", "session/end-seed":
-		if ot != nil {
-			ot.addEvent(ev, "dsh."+strings.ReplaceAll(ev.Type, "/", "."))
-		}
+		ot.addEvent(ev, "dsh."+strings.ReplaceAll(ev.Type, "/", "."))
 	}
-}
-
-// stray handles a turn or step event that fits no open turn: late for a
-// closed one, otherwise an orphan.
-func (s *session) stray(ev *sessionlog.Event) {
-	if ev.HasTurn && ev.Turn <= s.lastClosedTurn {
-		s.e.stats.Late++
-		return
-	}
-	s.e.stats.Orphans++
-}
-
-// stepOf returns the open step the event names, counting strays.
-func (s *session) stepOf(ev *sessionlog.Event) *Step {
-	ot := s.turn
-	if ot == nil || ot.step == nil || !ev.HasTurn || ev.Turn != ot.t.Number || (ev.HasStep && ev.Step != ot.step.Number) {
-		s.stray(ev)
-		return nil
-	}
-	return ot.step
 }
 
 func (s *session) turnStart(ev *sessionlog.Event) {
-	if ev.HasTurn && ev.Turn <= s.lastClosedTurn {
-		s.e.stats.Late++
-		return
-	}
-	if s.turn != nil {
-		s.e.closeDangling(s, CauseSuperseded)
-	}
 	t := &Turn{
 		SessionID: s.id, Number: ev.Turn, Agent: s.agent(),
 		StartTime: ev.Time, StartSeq: ev.Seq, EndSeq: -1,
 	}
 	s.turn = &openTurn{t: t, lastTime: ev.Time, subs: map[string]*ToolCall{}, callsBySeq: map[int64]*ToolCall{}}
 	s.e.turnOpened(s)
+}
+
+// attemptAt is the step's attempt the turn model placed ev in, started
+// here when ev starts it.
+func (s *session) attemptAt(st *Step, ev *sessionlog.Event, pl turnmodel.Place) *Attempt {
+	if !pl.NewAttempt && pl.Attempt >= 1 && pl.Attempt <= len(st.Attempts) {
+		return st.Attempts[pl.Attempt-1]
+	}
+	return s.newAttempt(st, ev)
 }
 
 // closeTurn finishes the open turn: it closes what is still open, clamps
@@ -308,7 +292,6 @@ func (s *session) closeTurn(reason sessionlog.Reason, cause string, end, endSeq 
 		}
 	}
 	s.turn = nil
-	s.lastClosedTurn = t.Number
 	s.e.turnClosed(s, t)
 }
 
@@ -353,7 +336,6 @@ func (ot *openTurn) closeStep(end int64, open bool) {
 		}
 	}
 	ot.step = nil
-	ot.pending = ot.pending[:0]
 }
 
 // newAttempt starts the next model attempt of the step. The first attempt
@@ -391,13 +373,9 @@ func currentAttempt(st *Step) *Attempt {
 	return nil
 }
 
-// chunk folds a v0/v1 (or seed) assistant/chunk into the streaming attempt;
-// a finish chunk ends the attempt (§12.2 #4).
-func (s *session) chunk(st *Step, ev *sessionlog.Event) {
-	a := currentAttempt(st)
-	if a == nil {
-		a = s.newAttempt(st, ev)
-	}
+// chunk folds a v0/v1 (or seed) assistant/chunk into its attempt; a
+// finish chunk ends the attempt (§12.2 #4).
+func (s *session) chunk(a *Attempt, ev *sessionlog.Event) {
 	a.lastSeq = ev.Seq
 	c := ev.Chunk
 	switch c.Type {
@@ -436,24 +414,10 @@ func (s *session) fromStream(a *Attempt, st *sessionlog.Stream) {
 	}
 }
 
-// message commits the step's model call (§5.5, §8.2).
-func (s *session) message(st *Step, ev *sessionlog.Event) {
-	var a *Attempt
-	if ev.Stream == nil {
-		// v0/v1 (and seed): the committed attempt is the one whose chunks
-		// the message cites, else the attempt still streaming.
-		for _, cand := range slices.Backward(st.Attempts) {
-			if !cand.Committed && (slices.Contains(ev.Sources, cand.lastSeq) || slices.Contains(ev.Sources, cand.firstSeq)) {
-				a = cand
-				break
-			}
-		}
-		if a == nil {
-			a = currentAttempt(st)
-		}
-	}
-	if a == nil {
-		a = s.newAttempt(st, ev)
+// message commits the step's model call (§5.5, §8.2): a, the attempt the
+// turn model says it commits (fresh when it starts one).
+func (s *session) message(st *Step, a *Attempt, fresh bool, ev *sessionlog.Event) {
+	if fresh {
 		s.fromStream(a, ev.Stream)
 	}
 	if !a.closed || ev.Stream != nil {
@@ -487,34 +451,19 @@ func outcome(isError bool) string {
 	return "ok"
 }
 
-// toolResult closes the call a result answers (§12.2 #6).
-func (s *session) toolResult(st *Step, ev *sessionlog.Event) {
+// toolResult closes the call the turn model paired the result with
+// (§12.2 #6, turnmodel.Calls).
+func (s *session) toolResult(st *Step, ev *sessionlog.Event, pl turnmodel.Place) {
 	ot := s.turn
 	var tc *ToolCall
-	pick := func(f func(*ToolCall) bool) {
-		if tc == nil {
-			if i := slices.IndexFunc(ot.pending, f); i >= 0 {
-				tc = ot.pending[i]
-			}
-		}
-	}
-	switch {
-	case ev.CallID != "":
-		pick(func(c *ToolCall) bool { return c.CallID == ev.CallID })
-	default:
-		if len(ev.Sources) > 0 {
-			if c := ot.callsBySeq[ev.Sources[0]]; c != nil && !c.done {
-				tc = c
-			}
-		}
-		if ev.ToolName != "" {
-			pick(func(c *ToolCall) bool { return c.Name == ev.ToolName })
-		}
-		pick(func(*ToolCall) bool { return true })
+	if pl.Paired {
+		tc = ot.callsBySeq[pl.CallSeq]
+		delete(ot.callsBySeq, pl.CallSeq)
 	}
 	if tc == nil {
-		// A call that never started (crash repair's TOOL_NOT_STARTED): a
-		// zero-length span, so the failed request is not invisible.
+		// A call that never started (crash repair's TOOL_NOT_STARTED), or a
+		// result that closes no call: a zero-length span, so the failed
+		// request is not invisible.
 		name := s.advertisedName(st, ev.CallID)
 		if name == "" {
 			name = s.e.name(ev.ToolName) // the seed dialect names the tool on the result
@@ -523,7 +472,6 @@ func (s *session) toolResult(st *Step, ev *sessionlog.Event) {
 			LoggedStartTime: ev.Time, NotStarted: true}
 		st.Tools = append(st.Tools, tc)
 	}
-	ot.pending = slices.DeleteFunc(ot.pending, func(c *ToolCall) bool { return c == tc })
 	tc.EndTime, tc.LoggedEndTime, tc.done = ev.Time, ev.Time, true
 	tc.Outcome, tc.ErrorCode = outcome(ev.IsError), s.e.name(ev.ErrorCode)
 	if s.e.cfg.CaptureContent {
