@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 
+	"github.com/dshtrace/dshtrace/internal/turnmodel"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -127,7 +128,7 @@ func (q *queryArgs) nothing() string {
 
 // eachRow decodes r and calls fn for every row, stopping at the first
 // error. Errors name the file and line.
-func eachRow(name string, r io.Reader, fn func(*sessionlog.Row)) error {
+func eachRow(name string, r io.Reader, fn func(*sessionlog.Row, sessionlog.Format)) error {
 	dec, err := sessionlog.NewDecoder(r, sessionlog.Options{})
 	if err != nil {
 		return fmt.Errorf("%s: %v", name, err)
@@ -141,7 +142,7 @@ func eachRow(name string, r io.Reader, fn func(*sessionlog.Row)) error {
 		if err != nil {
 			return fmt.Errorf("%s: %v", name, err)
 		}
-		fn(row)
+		fn(row, dec.Format())
 	}
 }
 
@@ -159,15 +160,15 @@ func queryStream(q *queryArgs, stdin io.Reader, w io.Writer) (int, error) {
 		return 0, err
 	}
 	defer f.Close()
-	var match func(*sessionlog.Row) bool
+	var match func(*sessionlog.Row, sessionlog.Format) bool
 	if q.mode == byTurn {
 		match = turnMatcher(q.turn)
 	} else {
 		match = callMatcher(q.callID)
 	}
 	n := 0
-	err = eachRow(q.file, f, func(r *sessionlog.Row) {
-		if match(r) {
+	err = eachRow(q.file, f, func(r *sessionlog.Row, format sessionlog.Format) {
+		if match(r, format) {
 			writeRow(w, r)
 			n++
 		}
@@ -175,67 +176,65 @@ func queryStream(q *queryArgs, stdin io.Reader, w io.Writer) (int, error) {
 	return n, err
 }
 
+// cursors keeps a turn-model cursor per session of the input.
+type cursors map[string]*turnmodel.Cursor
+
+func (cs cursors) of(r *sessionlog.Row) *turnmodel.Cursor {
+	key := sessionKey(r)
+	c := cs[key]
+	if c == nil {
+		c = turnmodel.NewCursor(key)
+		cs[key] = c
+	}
+	if r.Header != nil && r.Header.HasSeedLength {
+		c.SetFork(r.Header.ParentSession, r.Header.SeedLength)
+	}
+	return c
+}
+
 // turnMatcher matches every row of a session from turn/start N through
-// turn/end N. A turn left open runs until the next turn/start or the end of
-// the input.
-func turnMatcher(turn int64) func(*sessionlog.Row) bool {
-	inside := map[string]bool{}
-	return func(r *sessionlog.Row) bool {
-		key := sessionKey(r)
-		in := inside[key]
-		for _, e := range r.Events {
-			switch {
-			case e.Type == "turn/start" && e.HasTurn && e.Turn == turn:
-				in = true
-			case e.Type == "turn/start" && in:
-				inside[key] = false
-				return false // turn N never ended; the next turn is not part of it
+// turn/end N, as the turn model places them: the events in turn N and the
+// stray ones while it is open. A turn left open runs until the next
+// turn/start or the end of the input.
+func turnMatcher(turn int64) func(*sessionlog.Row, sessionlog.Format) bool {
+	cs := cursors{}
+	return func(r *sessionlog.Row, f sessionlog.Format) bool {
+		c := cs.of(r)
+		hit := false
+		for i := range r.Events {
+			e := &r.Events[i]
+			open := c.OpenTurn()
+			m := e.TurnModel(f)
+			pl := c.Advance(&m)
+			if pl.Kind != turnmodel.KindNone && pl.Turn == turn || e.Type != "turn/start" && open == turn {
+				hit = true
 			}
 		}
-		if !in {
-			return false
-		}
-		inside[key] = !slices.ContainsFunc(r.Events, func(e sessionlog.Event) bool {
-			return e.Type == "turn/end" && e.HasTurn && e.Turn == turn
-		})
-		return true
+		return hit
 	}
 }
 
 // callMatcher matches the rows of one tool round trip: the assistant/message
-// that advertised the call, its tool/call, its tool/result(s) (paired as
-// §12.2 #6 says, so seed-dialect results without a call id count), and the
-// dispatch sub-calls under it.
-func callMatcher(id string) func(*sessionlog.Row) bool {
-	pairs := map[string]*pairing[string]{}
-	return func(r *sessionlog.Row) bool {
-		key := sessionKey(r)
-		p := pairs[key]
-		if p == nil {
-			p = &pairing[string]{}
-			pairs[key] = p
-		}
+// that advertised the call, its tool/call, its tool/result(s) (paired by
+// the turn model's rules, so seed-dialect results without a call id
+// count), and the dispatch sub-calls under it.
+func callMatcher(id string) func(*sessionlog.Row, sessionlog.Format) bool {
+	cs := cursors{}
+	return func(r *sessionlog.Row, f sessionlog.Format) bool {
+		c := cs.of(r)
 		hit := false
 		for i := range r.Events {
 			e := &r.Events[i]
+			m := e.TurnModel(f)
+			pl := c.Advance(&m)
 			switch e.Type {
-			case "turn/start", "turn/end":
-				p.reset()
 			case "assistant/message":
 				if slices.ContainsFunc(e.Advertised, func(c sessionlog.ToolCallRef) bool { return c.ID == id }) {
 					hit = true
 				}
-			case "tool/call":
-				p.add(e, e.CallID)
-				hit = hit || e.CallID == id
-			case "tool/result":
-				if e.CallID == id {
+			case "tool/call", "tool/result":
+				if e.CallID == id || pl.Kind == turnmodel.KindTool && pl.CallID == id {
 					hit = true
-				}
-				if e.Surface.Kind != sessionlog.SurfaceReplace {
-					if c, ok := p.resolve(e); ok && c == id {
-						hit = true
-					}
 				}
 			case "tool/ptc-dispatch-start", "tool/ptc-dispatch", "tool/code-dispatch-start", "tool/code-dispatch":
 				hit = hit || e.CallID == id || e.RootCallID == id
@@ -271,7 +270,7 @@ func querySources(q *queryArgs, stdin io.Reader, w io.Writer) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	err = eachRow(q.file, f, func(r *sessionlog.Row) {
+	err = eachRow(q.file, f, func(r *sessionlog.Row, _ sessionlog.Format) {
 		key := sessionKey(r)
 		for _, e := range r.Events {
 			if len(e.Sources) > 0 && (q.transitive || e.Seq == q.seq) && e.Seq <= q.seq {
@@ -320,7 +319,7 @@ func querySources(q *queryArgs, stdin io.Reader, w io.Writer) (int, error) {
 	}
 	defer f.Close()
 	n := 0
-	err = eachRow(q.file, f, func(r *sessionlog.Row) {
+	err = eachRow(q.file, f, func(r *sessionlog.Row, _ sessionlog.Format) {
 		key := sessionKey(r)
 		if slices.ContainsFunc(r.Events, func(e sessionlog.Event) bool { return want[seqKey{key, e.Seq}] }) {
 			writeRow(w, r)

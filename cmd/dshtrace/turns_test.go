@@ -350,9 +350,11 @@ func TestTurnsOutline(t *testing.T) {
 	tests := []struct {
 		name, log, want string
 	}{{
-		// Results arrive in an order that only the pairing rules (§12.2 #6)
-		// untangle: by call id, by the cited tool/call seq, by tool name,
-		// then oldest; a rewrite (surfaceOp replace) is not an execution.
+		// Results arrive in an order that only the pairing rules (§12.2 #6,
+		// turnmodel.Calls) untangle: by call id, by the cited tool/call seq,
+		// by tool name; a seed-dialect result with no evidence closes no
+		// call (a is left unknown); a rewrite (surfaceOp replace) is not an
+		// execution.
 		// The guesses stay in the result's step: step 2's result is not
 		// step 1's call e. A call known only from its result is named from
 		// its step's advertisement, which this seed-style log has none of.
@@ -368,7 +370,7 @@ func TestTurnsOutline(t *testing.T) {
 {"type":"tool/result","seq":7,"time":15,"data":{"turn":1,"step":1,"message":{"role":"tool","toolName":"read","content":"cited b","isError":false}},"surfaceOp":"append","sourceEventSeqs":[3]}
 {"type":"tool/result","seq":8,"time":100,"data":{"turn":1,"step":1,"message":{"role":"tool","toolName":"bash","content":"by name c","isError":true}},"surfaceOp":"append"}
 {"type":"tool/result","seq":9,"time":110,"data":{"turn":1,"step":1,"message":{"id":"r","role":"tool","toolCallId":"d","source":{"kind":"tool","callId":"d"},"content":[],"isError":true},"error":{"name":"E","code":"DENIED"}},"surfaceOp":"append"}
-{"type":"tool/result","seq":10,"time":120,"data":{"turn":1,"step":1,"message":{"role":"tool","content":"oldest a","isError":false}},"surfaceOp":"append"}
+{"type":"tool/result","seq":10,"time":120,"data":{"turn":1,"step":1,"message":{"role":"tool","content":"no evidence: closes no call","isError":false}},"surfaceOp":"append"}
 {"type":"tool/result","seq":11,"time":130,"data":{"turn":1,"step":1,"message":{"id":"r2","role":"tool","toolCallId":"d","source":{"kind":"tool","callId":"d"},"content":[]}},"surfaceOp":{"op":"replace","startSeq":9,"endSeq":9},"sourceEventSeqs":[9]}
 {"type":"step/end","seq":12,"time":140,"data":{"turn":1,"step":1}}
 {"type":"step/start","seq":13,"time":150,"data":{"turn":1,"step":2}}
@@ -377,11 +379,12 @@ func TestTurnsOutline(t *testing.T) {
 `,
 		want: `turn 1  open  -
   step 1  -  in -  cache -  out -  attempts 0
-    a  read  ok              110ms
+    a  read  unknown         -
     b  read  ok              0s (clamped: clock went back 5ms)
     c  bash  error           70ms
     d  grep  error (DENIED)  70ms
     e  glob  unknown         -
+    -  -     ok              - (no tool/call)
   step 2  -  in -  cache -  out -  attempts 0
     -  glob  ok              - (no tool/call)
 `,

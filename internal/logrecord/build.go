@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnmodel"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -33,10 +33,12 @@ const (
 	AttrFormatVersion = "dsh.session.format_version"
 )
 
-// Tracker follows, per session, which turn, step and model attempt is open,
-// so each record can carry the trace and span ids of the span its event
-// will belong to — the same ids the connector computes. Its memory is a few
-// words per session, bounded by MaxSessions (least recently used first out).
+// Tracker follows, per session, where each event belongs — the turn
+// model's cursor (internal/turnmodel) — so each record carries the trace
+// and span ids of the span its event belongs to: the ids the connector
+// gives that span, since both ask the same cursor. Its memory is a few
+// words per session plus the open step, bounded by MaxSessions (least
+// recently used first out).
 type Tracker struct {
 	max      int
 	sessions map[string]*position
@@ -44,24 +46,18 @@ type Tracker struct {
 }
 
 type position struct {
-	turn, step  int64
-	attempts    int  // attempts closed in the open step
-	attemptOpen bool // a v0 chunk run without its finish yet
-	// calls maps the open step's tool/call seqs to their callIds, for
-	// results that name their call only by citing it (seed dialect).
-	calls map[int64]string
-	// A fork's inherited events (seq < seedLength) are its parent's: their
-	// records name the parent session's spans.
-	parent     string
-	seedLength int64
-
+	cur   *turnmodel.Cursor
 	cache idCache
 }
+
+// DefaultMaxSessions bounds the sessions a Tracker or Reader remembers
+// when no bound is given.
+const DefaultMaxSessions = 100000
 
 // NewTracker returns a Tracker remembering at most maxSessions sessions.
 func NewTracker(maxSessions int) *Tracker {
 	if maxSessions <= 0 {
-		maxSessions = turnengine.DefaultMaxSessions
+		maxSessions = DefaultMaxSessions
 	}
 	return &Tracker{max: maxSessions, sessions: map[string]*position{}}
 }
@@ -77,8 +73,8 @@ func (t *Tracker) position(session string) *position {
 			}
 			t.order = append([]string(nil), t.order[len(drop):]...)
 		}
-		p = &position{calls: map[int64]string{}}
-		session = strings.Clone(session) // kept: no view into a row
+		p = &position{cur: turnmodel.NewCursor(session)}
+		session = p.cur.Session() // kept: no view into a row
 		t.sessions[session] = p
 		t.order = append(t.order, session)
 	}
@@ -121,9 +117,8 @@ func (t *Tracker) Append(lrs plog.LogRecordSlice, session string, row *sessionlo
 		if row.Header.HasVersion || f.FromHeader {
 			a.PutInt(AttrFormatVersion, int64(row.Header.Version))
 		}
-		if row.Header.HasSeedLength && row.Header.ParentSession != "" {
-			p := t.position(session)
-			p.parent, p.seedLength = row.Header.ParentSession, row.Header.SeedLength
+		if row.Header.HasSeedLength {
+			t.position(session).cur.SetFork(row.Header.ParentSession, row.Header.SeedLength)
 		}
 	case sessionlog.RowEvent, sessionlog.RowPacked:
 		if len(row.Events) == 0 {
@@ -149,20 +144,23 @@ func (t *Tracker) Append(lrs plog.LogRecordSlice, session string, row *sessionlo
 		}
 		// Every member moves the position; the record carries the ids of
 		// the last one's span (a packed row's members share theirs).
-		var ref spanRef
+		openTurn := p.cur.OpenTurn()
+		openStep, stepOpen := p.cur.OpenStep()
+		var pl turnmodel.Place
 		for i := range row.Events {
-			ref = p.advance(session, &row.Events[i])
+			m := row.Events[i].TurnModel(f)
+			pl = p.cur.Advance(&m)
 		}
-		trace, span := p.ids(ref)
+		trace, span := p.ids(pl)
 		if first.HasTurn {
 			a.PutInt(AttrTurn, first.Turn)
-		} else if p.turn != 0 {
-			a.PutInt(AttrTurn, p.turn)
+		} else if openTurn != 0 {
+			a.PutInt(AttrTurn, openTurn)
 		}
 		if first.HasStep {
 			a.PutInt(AttrStep, first.Step)
-		} else if p.step != 0 && !first.HasTurn {
-			a.PutInt(AttrStep, p.step)
+		} else if stepOpen && !first.HasTurn {
+			a.PutInt(AttrStep, openStep)
 		}
 		if first.CallID != "" && (first.Type == "tool/call" || first.Type == "tool/result" ||
 			first.Type == "tool/ptc-dispatch-start" || first.Type == "tool/ptc-dispatch" ||
@@ -192,10 +190,10 @@ func eventAttrCount(row *sessionlog.Row, first *sessionlog.Event, p *position, f
 	if f.Known && !f.Seed {
 		n++
 	}
-	if first.HasTurn || p.turn != 0 || first.Type == "turn/start" {
+	if first.HasTurn || p.cur.OpenTurn() != 0 || first.Type == "turn/start" {
 		n++
 	}
-	if first.HasStep || p.step != 0 || first.Type == "step/start" {
+	if _, open := p.cur.OpenStep(); first.HasStep || open || first.Type == "step/start" {
 		n++
 	}
 	if first.CallID != "" {
@@ -209,135 +207,35 @@ func severe(e *sessionlog.Event) bool {
 	return e.Type == "turn/end" && e.Reason.Kind == "error" || e.Type == "tool/result" && e.IsError
 }
 
-// spanKind says which span an event belongs to.
-type spanKind uint8
-
-const (
-	spanNone spanKind = iota // between turns
-	spanTurn
-	spanStep
-	spanChat
-	spanTool
-)
-
-// spanRef names the span an event belongs to: its key, not yet hashed.
-type spanRef struct {
-	kind              spanKind
-	session           string
-	traceTurn         int64 // the open turn: the trace
-	turn, step        int64 // the span's key
-	attempt           int
-	callID, subCallID string
-}
-
 // idCache holds the ids last computed for a session: records in a row
 // mostly share their turn's trace and often their span, and each id is a
 // SHA-256.
 type idCache struct {
-	traceSession string
-	traceTurn    int64
-	trace        pcommon.TraceID
-	span         pcommon.SpanID
-	spanRef      spanRef
+	valid bool
+	place turnmodel.Place
+	trace pcommon.TraceID
+	span  pcommon.SpanID
 }
 
-// ids resolves a span reference to the trace and span ids of the connector.
-func (p *position) ids(r spanRef) (pcommon.TraceID, pcommon.SpanID) {
-	if r.kind == spanNone {
+// ids are the trace and span ids of the span an event was placed in.
+func (p *position) ids(pl turnmodel.Place) (pcommon.TraceID, pcommon.SpanID) {
+	if pl.Kind == turnmodel.KindNone {
 		return pcommon.TraceID{}, pcommon.SpanID{}
 	}
+	key := idKey(pl)
 	c := &p.cache
-	if c.trace.IsEmpty() || c.traceTurn != r.traceTurn || c.traceSession != r.session {
-		c.trace = turnengine.TraceID(r.session, r.traceTurn)
-		c.traceSession, c.traceTurn = strings.Clone(r.session), r.traceTurn
-	}
-	if c.span.IsEmpty() || c.spanRef != r {
-		switch r.kind {
-		case spanTurn:
-			c.span = turnengine.TurnSpanID(r.session, r.turn)
-		case spanStep:
-			c.span = turnengine.StepSpanID(r.session, r.turn, r.step)
-		case spanChat:
-			c.span = turnengine.ChatSpanID(r.session, r.turn, r.step, r.attempt)
-		case spanTool:
-			c.span = turnengine.ToolSpanID(r.session, r.turn, r.step, r.callID, r.subCallID)
-		}
+	if !c.valid || c.place != key {
+		tr, sp := pl.IDs()
+		c.trace, c.span = pcommon.TraceID(tr), pcommon.SpanID(sp)
 		// Kept past the row: copies, not views into it.
-		r.session, r.callID, r.subCallID = c.traceSession, strings.Clone(r.callID), strings.Clone(r.subCallID)
-		c.spanRef = r
+		key.Session, key.CallID, key.SubCallID = strings.Clone(key.Session), strings.Clone(key.CallID), strings.Clone(key.SubCallID)
+		c.place, c.valid = key, true
 	}
 	return c.trace, c.span
 }
 
-// advance moves the session's position past one event and returns the
-// span the event belongs to (none between turns).
-func (p *position) advance(session string, e *sessionlog.Event) spanRef {
-	if e.Seq < p.seedLength {
-		session = p.parent
-	}
-	switch e.Type {
-	case "turn/start":
-		p.turn, p.step = e.Turn, 0
-	case "step/start":
-		p.step, p.attempts, p.attemptOpen = e.Step, 0, false
-		clear(p.calls)
-	}
-	if p.turn == 0 {
-		return spanRef{}
-	}
-	turn := spanRef{kind: spanTurn, session: session, traceTurn: p.turn, turn: p.turn}
-	switch e.Type {
-	case "turn/end":
-		p.turn, p.step = 0, 0
-		return turn
-	case "step/end":
-		s := p.step
-		p.step = 0
-		// The open turn's trace; the step span as the event names its turn.
-		return spanRef{kind: spanStep, session: session, traceTurn: turn.traceTurn, turn: e.Turn, step: s}
-	}
-	if p.step == 0 {
-		return turn
-	}
-	step := spanRef{kind: spanStep, session: session, traceTurn: p.turn, turn: p.turn, step: p.step}
-	chat := func(attempt int) spanRef {
-		return spanRef{kind: spanChat, session: session, traceTurn: p.turn, turn: p.turn, step: p.step, attempt: attempt}
-	}
-	switch e.Type {
-	case "assistant/chunk":
-		if !p.attemptOpen {
-			p.attemptOpen = true
-		}
-		idx := p.attempts + 1
-		if e.Chunk != nil && e.Chunk.Type == "finish" {
-			p.attempts++
-			p.attemptOpen = false
-		}
-		return chat(idx)
-	case "assistant/attempt":
-		p.attempts++
-		return chat(p.attempts)
-	case "assistant/message":
-		idx := p.attempts + 1
-		if !p.attemptOpen && p.attempts > 0 && e.Stream == nil {
-			idx = p.attempts // commits the attempt its finish chunk closed
-		} else {
-			p.attempts++
-		}
-		p.attemptOpen = false
-		return chat(idx)
-	case "tool/call", "tool/result":
-		id := e.CallID
-		if e.Type == "tool/call" {
-			p.calls[e.Seq] = strings.Clone(id) // kept past the row
-		} else if id == "" && len(e.Sources) > 0 {
-			id = p.calls[e.Sources[0]]
-		}
-		if id != "" {
-			return spanRef{kind: spanTool, session: session, traceTurn: p.turn, turn: p.turn, step: p.step, callID: id}
-		}
-	case "tool/ptc-dispatch-start", "tool/ptc-dispatch", "tool/code-dispatch-start", "tool/code-dispatch":
-		return spanRef{kind: spanTool, session: session, traceTurn: p.turn, turn: p.turn, step: p.step, callID: e.CallID, subCallID: e.SubCallID}
-	}
-	return step
+// idKey is the part of a place its ids depend on.
+func idKey(pl turnmodel.Place) turnmodel.Place {
+	return turnmodel.Place{Kind: pl.Kind, Session: pl.Session, Turn: pl.Turn, Step: pl.Step,
+		Attempt: pl.Attempt, CallID: pl.CallID, SubCallID: pl.SubCallID}
 }

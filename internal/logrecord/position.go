@@ -1,23 +1,24 @@
 package logrecord
 
 import (
+	"cmp"
 	"encoding/json"
-	"maps"
 	"slices"
+
+	"github.com/dshtrace/dshtrace/internal/turnmodel"
 )
 
-// Position is a copy of what a Tracker knows of one session: the open turn,
-// step and model attempt, the open step's tool calls and the fork cut. A
-// receiver saves it before appending a batch whose delivery may fail, and
-// restores it when the batch is refused, so a retried batch gets the same
-// ids; it also persists it, so ids stay right across a restart. The zero
-// Position means "nothing known".
+// Position is a copy of what a Tracker knows of one session: the turn
+// model's cursor. A receiver saves it before appending a batch whose
+// delivery may fail, and restores it when the batch is refused, so a
+// retried batch gets the same ids; it also persists it, so ids stay right
+// across a restart. The zero Position means "nothing known".
 type Position struct {
-	p *position
+	cur *turnmodel.Cursor
 }
 
 // IsZero reports whether the Position holds nothing.
-func (p Position) IsZero() bool { return p.p == nil }
+func (p Position) IsZero() bool { return p.cur == nil }
 
 // Save returns a copy of the session's position (the zero Position when the
 // Tracker knows nothing of the session). It does not touch the LRU order.
@@ -26,18 +27,18 @@ func (t *Tracker) Save(session string) Position {
 	if p == nil {
 		return Position{}
 	}
-	return Position{p: p.clone()}
+	return Position{cur: p.cur.Clone()}
 }
 
 // Restore puts a saved position back; the zero Position forgets the session.
 func (t *Tracker) Restore(session string, saved Position) {
-	if saved.p == nil {
+	if saved.cur == nil {
 		if _, ok := t.sessions[session]; ok {
 			delete(t.sessions, session)
 			// The session was most likely added just now: search from the end.
 			for i := len(t.order) - 1; i >= 0; i-- {
 				if t.order[i] == session {
-					t.order = slices.Delete(t.order, i, i+1)
+					t.order = append(t.order[:i], t.order[i+1:]...)
 					break
 				}
 			}
@@ -45,38 +46,17 @@ func (t *Tracker) Restore(session string, saved Position) {
 		return
 	}
 	p := t.position(session)
-	*p = *saved.p.clone()
-}
-
-func (p *position) clone() *position {
-	c := *p
-	c.calls = maps.Clone(p.calls)
-	if c.calls == nil {
-		c.calls = map[int64]string{}
-	}
-	return &c
-}
-
-// positionJSON is the stored form of a position.
-type positionJSON struct {
-	Turn        int64            `json:"turn,omitempty"`
-	Step        int64            `json:"step,omitempty"`
-	Attempts    int              `json:"attempts,omitempty"`
-	AttemptOpen bool             `json:"attempt_open,omitempty"`
-	Calls       map[int64]string `json:"calls,omitempty"`
-	Parent      string           `json:"parent,omitempty"`
-	SeedLength  int64            `json:"seed_length,omitempty"`
+	c := saved.cur.Clone()
+	c.SetSession(session)
+	*p = position{cur: c}
 }
 
 // MarshalJSON stores the position; the zero Position is null.
 func (p Position) MarshalJSON() ([]byte, error) {
-	if p.p == nil {
+	if p.cur == nil {
 		return []byte("null"), nil
 	}
-	return json.Marshal(positionJSON{
-		Turn: p.p.turn, Step: p.p.step, Attempts: p.p.attempts, AttemptOpen: p.p.attemptOpen,
-		Calls: p.p.calls, Parent: p.p.parent, SeedLength: p.p.seedLength,
-	})
+	return json.Marshal(p.cur.State())
 }
 
 // UnmarshalJSON reads a stored position; null is the zero Position.
@@ -85,16 +65,47 @@ func (p *Position) UnmarshalJSON(b []byte) error {
 		*p = Position{}
 		return nil
 	}
-	var j positionJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
+	var st turnmodel.State
+	if err := json.Unmarshal(b, &st); err != nil || st.Form != turnmodel.StateForm {
+		// A checkpoint written before the turn model: its own fields.
+		var old legacyPosition
+		if lerr := json.Unmarshal(b, &old); lerr != nil {
+			if err == nil {
+				err = lerr
+			}
+			return err
+		}
+		st = old.state()
 	}
-	if j.Calls == nil {
-		j.Calls = map[int64]string{}
-	}
-	*p = Position{p: &position{
-		turn: j.Turn, step: j.Step, attempts: j.Attempts, attemptOpen: j.AttemptOpen,
-		calls: j.Calls, parent: j.Parent, seedLength: j.SeedLength,
-	}}
+	*p = Position{cur: turnmodel.FromState(st)}
 	return nil
+}
+
+// legacyPosition is the stored form of a position before the turn model
+// (open turn and step, closed attempts, the step's calls by seq).
+type legacyPosition struct {
+	Turn        int64            `json:"turn"`
+	Step        int64            `json:"step"`
+	Attempts    int              `json:"attempts"`
+	AttemptOpen bool             `json:"attempt_open"`
+	Calls       map[int64]string `json:"calls"`
+	Parent      string           `json:"parent"`
+	SeedLength  int64            `json:"seed_length"`
+}
+
+func (o legacyPosition) state() turnmodel.State {
+	st := turnmodel.State{Parent: o.Parent, SeedLength: o.SeedLength, Turn: o.Turn,
+		LastClosed: max(o.Turn-1, 0), StepOpen: o.Step != 0, Step: o.Step}
+	for i := 0; i < o.Attempts; i++ {
+		st.Attempts = append(st.Attempts, turnmodel.AttemptState{First: -1, Last: -1, Closed: true})
+	}
+	if o.AttemptOpen {
+		st.Attempts = append(st.Attempts, turnmodel.AttemptState{First: -1, Last: -1})
+	}
+	for seq, id := range o.Calls {
+		st.Calls = append(st.Calls, turnmodel.Call{ID: id, Seq: seq, Step: o.Step})
+		st.Started = append(st.Started, id)
+	}
+	slices.SortFunc(st.Calls, func(a, b turnmodel.Call) int { return cmp.Compare(a.Seq, b.Seq) })
+	return st
 }

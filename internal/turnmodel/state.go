@@ -3,6 +3,7 @@ package turnmodel
 import (
 	"maps"
 	"slices"
+	"strings"
 )
 
 // Clone returns an independent copy of the cursor: a receiver saves one
@@ -17,9 +18,18 @@ func (c *Cursor) Clone() *Cursor {
 	return &d
 }
 
+// SetSession names the cursor's session when its stored state did not.
+func (c *Cursor) SetSession(session string) {
+	if c.session == "" {
+		c.session = strings.Clone(session)
+	}
+}
+
 // State is a cursor's state in a stored form (JSON), so a restarted
 // process places the rest of a session as the one before it would have.
 type State struct {
+	// Form is StateForm in states this package wrote.
+	Form       int    `json:"form"`
 	Session    string `json:"session,omitempty"`
 	Parent     string `json:"parent,omitempty"`
 	SeedLength int64  `json:"seed_length,omitempty"`
@@ -35,6 +45,9 @@ type State struct {
 	Started []string           `json:"started,omitempty"`
 	Subs    map[string]SubCall `json:"subs,omitempty"`
 }
+
+// StateForm is the form of State this package writes.
+const StateForm = 1
 
 // AttemptState is one model attempt of the open step: the seqs of its
 // first and last events, whether a message committed it and whether it
@@ -54,7 +67,7 @@ type SubCall struct {
 
 // State returns the cursor's state.
 func (c *Cursor) State() State {
-	s := State{Session: c.session, Parent: c.parent, SeedLength: c.seedLength, Turn: c.turn,
+	s := State{Form: StateForm, Session: c.session, Parent: c.parent, SeedLength: c.seedLength, Turn: c.turn,
 		LastClosed: c.lastClosed, StepOpen: c.stepOpen, Step: c.step,
 		Calls: slices.Clone(c.calls.pending), Started: slices.Clone(c.started)}
 	for _, a := range c.attempts {
