@@ -21,15 +21,18 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.uber.org/zap"
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/zstdframe"
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -140,10 +143,18 @@ type liveState struct {
 	scratch plog.LogRecordSlice
 }
 
-// tailer is the file source.
-type tailer struct {
-	r        *sessionReceiver
+// fileSource is the file transport: a poller tailing the session files
+// include matches, each file read, delivered to next and checkpointed on
+// its own.
+type fileSource struct {
 	cfg      FileConfig
+	maxLine  int
+	set      receiver.Settings
+	next     consumer.Logs
+	obs      *receiverhelper.ObsReport
+	tel      *metadata.TransportTelemetry
+	now      func() time.Time
+	logger   *zap.Logger
 	patterns []string
 	client   storage.Client
 	// persist: client is a real storage (files::storage is set), so
@@ -153,19 +164,42 @@ type tailer struct {
 	tracked  atomic.Int64
 	firstRun bool
 	zd       *zstd.Decoder
-	logger   *zap.Logger
+
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 }
 
-func newTailer(r *sessionReceiver, cfg FileConfig) *tailer {
-	t := &tailer{r: r, cfg: cfg, files: map[string]*tailedFile{}, logger: r.set.Logger}
+func newFileSource(cfg FileConfig, maxLine int, set receiver.Settings, next consumer.Logs) (*fileSource, error) {
+	obs, err := newObsReport(set, metadata.TransportFile)
+	if err != nil {
+		return nil, err
+	}
+	t := &fileSource{
+		cfg: cfg, maxLine: maxLine, set: set, next: next, obs: obs, now: time.Now, logger: set.Logger,
+		files: map[string]*tailedFile{},
+	}
 	for _, p := range cfg.Include {
 		t.patterns = append(t.patterns, expandPattern(p))
 	}
-	return t
+	return t, nil
 }
 
-func (t *tailer) start(ctx context.Context, client storage.Client, persist bool) error {
-	t.client, t.persist = client, persist
+// filesTracked is the files_tracked gauge (0 without a file source).
+func (t *fileSource) filesTracked() int64 {
+	if t == nil {
+		return 0
+	}
+	return t.tracked.Load()
+}
+
+// start opens the checkpoint storage (memory only without files::storage)
+// and starts polling in a goroutine.
+func (t *fileSource) start(ctx context.Context, host component.Host) error {
+	client, err := openStorage(ctx, host, t.cfg.Storage, t.set.ID, "files")
+	if err != nil {
+		return err
+	}
+	t.client, t.persist = client, t.cfg.Storage != nil
 	b, err := client.Get(ctx, startedKey)
 	if err != nil {
 		return err
@@ -178,11 +212,42 @@ func (t *tailer) start(ctx context.Context, client storage.Client, persist bool)
 	}
 	t.zd = zd
 	t.logger.Info("Tailing dsh session files", zap.Strings("include", t.patterns), zap.String("start_at", t.cfg.StartAt))
+	runCtx, cancel := context.WithCancel(context.Background())
+	t.cancel = cancel
+	t.wg.Go(func() { t.run(runCtx) })
 	return nil
 }
 
+// shutdown stops polling and waits for the poll in progress (a batch being
+// delivered is checkpointed only if delivery succeeded), then closes the
+// storage client. It is safe without start.
+func (t *fileSource) shutdown(ctx context.Context) error {
+	if t.cancel != nil {
+		t.cancel()
+	}
+	var errs []error
+	done := make(chan struct{})
+	go func() {
+		t.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		t.close()
+	case <-ctx.Done():
+		errs = append(errs, ctx.Err())
+	}
+	if t.client != nil {
+		if err := t.client.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		t.client = nil
+	}
+	return errors.Join(errs...)
+}
+
 // run polls until ctx is cancelled.
-func (t *tailer) run(ctx context.Context) {
+func (t *fileSource) run(ctx context.Context) {
 	tick := time.NewTicker(t.cfg.PollInterval)
 	defer tick.Stop()
 	for {
@@ -196,7 +261,7 @@ func (t *tailer) run(ctx context.Context) {
 }
 
 // close releases the zstd decoder once run has returned.
-func (t *tailer) close() {
+func (t *fileSource) close() {
 	if t.zd != nil {
 		t.zd.Close()
 		t.zd = nil
@@ -205,7 +270,7 @@ func (t *tailer) close() {
 
 // poll globs the patterns, picks each session's highest generation, and
 // reads what every file gained.
-func (t *tailer) poll(ctx context.Context) {
+func (t *fileSource) poll(ctx context.Context) {
 	selected := selectGenerations(globFiles(t.patterns))
 	var plain []*tailedFile
 	for _, path := range selected {
@@ -259,7 +324,7 @@ func (t *tailer) poll(ctx context.Context) {
 // checkpoint), and each file's rows still go downstream in order, one batch
 // at a time; only different files overlap, so the decoding of one proceeds
 // while another's batch is in the pipeline.
-func (t *tailer) readConcurrently(ctx context.Context, files []*tailedFile) {
+func (t *fileSource) readConcurrently(ctx context.Context, files []*tailedFile) {
 	workers := min(runtime.GOMAXPROCS(0), len(files))
 	if workers <= 1 {
 		for _, tf := range files {
@@ -328,7 +393,7 @@ func selectGenerations(paths []string) []string {
 
 // discover starts tracking a file: from its stored checkpoint, else from
 // its start — or, at the very first start with start_at: end, from its end.
-func (t *tailer) discover(ctx context.Context, path string) *tailedFile {
+func (t *fileSource) discover(ctx context.Context, path string) *tailedFile {
 	tf := &tailedFile{path: path, zstd: strings.HasSuffix(path, ".zstd"), lastGrowth: time.Now(), garbageAt: -1}
 	b, err := t.client.Get(ctx, checkpointPrefix+path)
 	if err != nil {
@@ -394,7 +459,7 @@ func endOffset(path string, isZstd bool) (int64, error) {
 
 // read reads what a file gained since the last poll and delivers it. An
 // unchanged file costs one stat.
-func (t *tailer) read(ctx context.Context, tf *tailedFile) {
+func (t *fileSource) read(ctx context.Context, tf *tailedFile) {
 	now := time.Now()
 	if now.Before(tf.retryAt) {
 		return
@@ -433,7 +498,7 @@ func (t *tailer) read(ctx context.Context, tf *tailedFile) {
 	tf.seenSize, tf.lastGrowth = size, now
 	if tf.live == nil {
 		tf.live = &liveState{
-			dec:         sessionlog.NewRowDecoder(t.r.cfg.MaxLineBytes, 0),
+			dec:         sessionlog.NewRowDecoder(t.maxLine, 0),
 			tracker:     logrecord.NewTracker(16),
 			replayUntil: tf.cp.Offset,
 			pending:     tf.cp.clone(),
@@ -464,7 +529,7 @@ func (t *tailer) read(ctx context.Context, tf *tailedFile) {
 // — shorter than what was read, another inode, other bytes before the
 // offset — be read again from its start; rows up to the highest seq
 // already emitted are dropped as duplicates.
-func (t *tailer) restart(tf *tailedFile, size int64) {
+func (t *fileSource) restart(tf *tailedFile, size int64) {
 	t.logger.Info("Session file was truncated or rewritten; reading it again from the start (rows already delivered are dropped by seq)",
 		zap.String("file", tf.path), zap.Int64("size", size), zap.Int64("offset", tf.cp.Offset))
 	tf.cp.Offset, tf.cp.Tail = 0, nil
@@ -490,7 +555,7 @@ func (b *fileBatch) full() bool { return b.n >= batchRows || b.bytes >= batchByt
 var errRefused = errors.New("delivery refused")
 
 // readPlain reads complete lines from live.pos to size.
-func (t *tailer) readPlain(ctx context.Context, tf *tailedFile, f *os.File, size int64) error {
+func (t *fileSource) readPlain(ctx context.Context, tf *tailedFile, f *os.File, size int64) error {
 	live := tf.live
 	br := bufio.NewReaderSize(io.NewSectionReader(f, live.pos, size-live.pos), 256<<10)
 	batch := newFileBatch()
@@ -502,7 +567,7 @@ func (t *tailer) readPlain(ctx context.Context, tf *tailedFile, f *os.File, size
 			live.pos += int64(len(frag))
 			if !live.skipping {
 				acc = append(acc, frag...)
-				if len(acc) > t.r.cfg.MaxLineBytes+1 {
+				if len(acc) > t.maxLine+1 {
 					live.skipping, acc = true, nil
 					live.line++
 					if live.pos > live.replayUntil {
@@ -541,24 +606,17 @@ func (t *tailer) readPlain(ctx context.Context, tf *tailedFile, f *os.File, size
 }
 
 // readZstd decodes complete frames from live.pos to size; an incomplete
-// last frame waits.
-func (t *tailer) readZstd(ctx context.Context, tf *tailedFile, f *os.File, size int64) error {
+// last frame waits. Batches are flushed only at frame boundaries no row
+// continues past.
+func (t *fileSource) readZstd(ctx context.Context, tf *tailedFile, f *os.File, size int64) error {
 	live := tf.live
 	batch := newFileBatch()
 	for live.pos < size && ctx.Err() == nil {
 		n, complete, err := zstdframe.Size(f, live.pos, size)
 		if err != nil {
-			next, found := nextFrame(f, live.pos+1, size)
-			if tf.garbageAt != live.pos {
-				tf.garbageAt = live.pos
-				if live.pos >= live.replayUntil {
-					t.reject(ctx, tf, live.line+1, -1, "CORRUPT_ZSTD", "undecodable bytes at offset "+strconv.FormatInt(live.pos, 10)+": "+err.Error())
-				}
-			}
-			if !found {
+			if !t.skipGarbage(ctx, tf, f, size, err) {
 				break // wait: more bytes may bring the next frame
 			}
-			live.pos = next
 			continue
 		}
 		if !complete {
@@ -581,40 +639,8 @@ func (t *tailer) readZstd(ctx context.Context, tf *tailedFile, f *os.File, size 
 		if len(live.carry) == 0 && !live.skipping {
 			live.carryFrom = start
 		}
-		for len(data) > 0 {
-			i := bytes.IndexByte(data, '\n')
-			if i < 0 {
-				if !live.skipping {
-					live.carry = append(live.carry, data...)
-					if len(live.carry) > t.r.cfg.MaxLineBytes {
-						live.skipping, live.carry = true, nil
-						live.line++
-						if !replay {
-							t.reject(ctx, tf, live.line, -1, sessionlog.CodeRowTooLong, "row exceeds max_line_bytes; skipped")
-						}
-					}
-				}
-				break
-			}
-			seg := data[:i]
-			data = data[i+1:]
-			if live.skipping {
-				live.skipping = false
-				continue
-			}
-			line := append(live.carry, seg...)
-			live.carry = nil
-			if len(line) > t.r.cfg.MaxLineBytes {
-				live.line++
-				if !replay {
-					t.reject(ctx, tf, live.line, -1, sessionlog.CodeRowTooLong, "row exceeds max_line_bytes; skipped")
-				}
-				continue
-			}
-			live.line++
-			if stop := t.handleRow(ctx, tf, bytes.Clone(line), replay, batch); stop {
-				return t.flush(ctx, tf, f, batch, boundary(live))
-			}
+		if stop := t.frameRows(ctx, tf, data, replay, batch); stop {
+			return t.flush(ctx, tf, f, batch, boundary(live))
 		}
 		if len(live.carry) == 0 && !live.skipping && batch.full() {
 			if err := t.flush(ctx, tf, f, batch, live.pos); err != nil {
@@ -624,6 +650,71 @@ func (t *tailer) readZstd(ctx context.Context, tf *tailedFile, f *os.File, size 
 		}
 	}
 	return t.flush(ctx, tf, f, batch, boundary(live))
+}
+
+// skipGarbage passes over undecodable bytes at live.pos (cause: why no
+// frame starts there): they are reported once per offset (not while
+// replaying), and live.pos moves to the next frame magic. It returns false,
+// leaving live.pos, when no magic follows yet.
+func (t *fileSource) skipGarbage(ctx context.Context, tf *tailedFile, f *os.File, size int64, cause error) bool {
+	live := tf.live
+	next, found := nextFrame(f, live.pos+1, size)
+	if tf.garbageAt != live.pos {
+		tf.garbageAt = live.pos
+		if live.pos >= live.replayUntil {
+			t.reject(ctx, tf, live.line+1, -1, "CORRUPT_ZSTD", "undecodable bytes at offset "+strconv.FormatInt(live.pos, 10)+": "+cause.Error())
+		}
+	}
+	if !found {
+		return false
+	}
+	live.pos = next
+	return true
+}
+
+// frameRows cuts one decoded frame into rows and hands each to handleRow.
+// A row that continues past the frame is carried into the next one
+// (live.carry); a row longer than max_line_bytes is counted once and
+// skipped up to its newline, however many frames it spans. stop is
+// handleRow's: the file cannot be read on.
+func (t *fileSource) frameRows(ctx context.Context, tf *tailedFile, data []byte, replay bool, batch *fileBatch) (stop bool) {
+	live := tf.live
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			if !live.skipping {
+				live.carry = append(live.carry, data...)
+				if len(live.carry) > t.maxLine {
+					live.skipping, live.carry = true, nil
+					live.line++
+					if !replay {
+						t.reject(ctx, tf, live.line, -1, sessionlog.CodeRowTooLong, "row exceeds max_line_bytes; skipped")
+					}
+				}
+			}
+			return false
+		}
+		seg := data[:i]
+		data = data[i+1:]
+		if live.skipping {
+			live.skipping = false
+			continue
+		}
+		line := append(live.carry, seg...)
+		live.carry = nil
+		if len(line) > t.maxLine {
+			live.line++
+			if !replay {
+				t.reject(ctx, tf, live.line, -1, sessionlog.CodeRowTooLong, "row exceeds max_line_bytes; skipped")
+			}
+			continue
+		}
+		live.line++
+		if t.handleRow(ctx, tf, bytes.Clone(line), replay, batch) {
+			return true
+		}
+	}
+	return false
 }
 
 // boundary is the offset a zstd checkpoint may take: after the last frame,
@@ -658,7 +749,7 @@ func nextFrame(f *os.File, off, size int64) (int64, bool) {
 // handleRow decodes one row and adds its record to the batch, unless it
 // was delivered before (replay, or a seq already emitted) or is corrupt.
 // stop is true when the file cannot be read on (unsupported version).
-func (t *tailer) handleRow(ctx context.Context, tf *tailedFile, b []byte, replay bool, batch *fileBatch) (stop bool) {
+func (t *fileSource) handleRow(ctx context.Context, tf *tailedFile, b []byte, replay bool, batch *fileBatch) (stop bool) {
 	live := tf.live
 	if len(bytes.TrimSpace(b)) == 0 {
 		return false
@@ -676,11 +767,8 @@ func (t *tailer) handleRow(ctx context.Context, tf *tailedFile, b []byte, replay
 		tf.dead = true
 		return true
 	}
-	p := &live.pending
-	f := live.dec.Format()
 	switch row.Kind {
 	case sessionlog.RowOther:
-		return false
 	case sessionlog.RowInvalid:
 		if !replay {
 			v := sessionlog.Violation{Line: live.line, Seq: -1, Code: "INVALID", Message: "undecodable row"}
@@ -689,33 +777,52 @@ func (t *tailer) handleRow(ctx context.Context, tf *tailedFile, b []byte, replay
 			}
 			t.reject(ctx, tf, v.Line, v.Seq, v.Code, v.Message)
 		}
-		return false
 	case sessionlog.RowHeader:
-		for _, v := range row.Problems {
-			if v.Code == sessionlog.CodeHeaderMisplaced {
-				if !replay {
-					t.reject(ctx, tf, v.Line, v.Seq, v.Code, v.Message)
-				}
-				return false
-			}
-		}
-		if p.Session == "" {
-			p.Session = row.Header.ID
-			if p.Session == "" {
-				p.Session = dirSession(tf.path)
-			}
-		}
-		if replay || p.Header {
-			live.follow(p.Session, row, f)
-			if !replay {
-				batch.dups++
-			}
-			return false
-		}
-		p.Header = true
-		t.emit(tf, row, p.Session, f, batch)
-		return false
+		t.handleHeader(ctx, tf, row, replay, batch)
+	default:
+		t.handleEvent(tf, row, replay, batch)
 	}
+	return false
+}
+
+// handleHeader emits the file's header row once: a misplaced header is
+// rejected, a header emitted before (or replayed) only moves the tracker.
+// The first header names the session of the file's bare rows.
+func (t *fileSource) handleHeader(ctx context.Context, tf *tailedFile, row *sessionlog.Row, replay bool, batch *fileBatch) {
+	live, p := tf.live, &tf.live.pending
+	for _, v := range row.Problems {
+		if v.Code == sessionlog.CodeHeaderMisplaced {
+			if !replay {
+				t.reject(ctx, tf, v.Line, v.Seq, v.Code, v.Message)
+			}
+			return
+		}
+	}
+	if p.Session == "" {
+		p.Session = row.Header.ID
+		if p.Session == "" {
+			p.Session = dirSession(tf.path)
+		}
+	}
+	f := live.dec.Format()
+	if replay || p.Header {
+		live.follow(p.Session, row, f)
+		if !replay {
+			batch.dups++
+		}
+		return
+	}
+	p.Header = true
+	t.emit(tf, row, p.Session, f, batch)
+}
+
+// handleEvent emits an event or packed row whose seqs go past the highest
+// seq emitted for its session; an older one (or a replayed one) only moves
+// the tracker and counts as a duplicate. Either way the pending
+// checkpoint's high-water mark covers it.
+func (t *fileSource) handleEvent(tf *tailedFile, row *sessionlog.Row, replay bool, batch *fileBatch) {
+	live, p := tf.live, &tf.live.pending
+	f := live.dec.Format()
 	session := row.SessionID
 	if row.Wrapper == sessionlog.WrapNone || session == "" {
 		if p.Session == "" {
@@ -733,11 +840,10 @@ func (t *tailer) handleRow(ctx context.Context, tf *tailedFile, b []byte, replay
 		if !seen || last > hwm {
 			t.setHWM(p, session, last)
 		}
-		return false
+		return
 	}
 	t.setHWM(p, session, last)
 	t.emit(tf, row, session, f, batch)
-	return false
 }
 
 // follow moves the tracker past a row that is not emitted again.
@@ -748,7 +854,7 @@ func (l *liveState) follow(session string, row *sessionlog.Row, f sessionlog.For
 	l.tracker.Append(l.scratch, session, row, f, time.Time{})
 }
 
-func (t *tailer) setHWM(p *checkpoint, session string, seq int64) {
+func (t *fileSource) setHWM(p *checkpoint, session string, seq int64) {
 	if p.HWM == nil {
 		p.HWM = map[string]int64{}
 	}
@@ -757,13 +863,13 @@ func (t *tailer) setHWM(p *checkpoint, session string, seq int64) {
 	}
 }
 
-func (t *tailer) emit(tf *tailedFile, row *sessionlog.Row, session string, f sessionlog.Format, batch *fileBatch) {
+func (t *fileSource) emit(tf *tailedFile, row *sessionlog.Row, session string, f sessionlog.Format, batch *fileBatch) {
 	lrs, ok := batch.lrs[session]
 	if !ok {
 		lrs = logrecord.NewResourceLogs(batch.ld, session, nil)
 		batch.lrs[session] = lrs
 	}
-	tf.live.tracker.Append(lrs, session, row, f, t.r.now())
+	tf.live.tracker.Append(lrs, session, row, f, t.now())
 	batch.n++
 	batch.bytes += len(row.Bytes)
 	if len(row.Problems) > 0 {
@@ -774,38 +880,35 @@ func (t *tailer) emit(tf *tailedFile, row *sessionlog.Row, session string, f ses
 }
 
 // reject logs and counts a row the file source skips.
-func (t *tailer) reject(ctx context.Context, tf *tailedFile, line int, seq int64, code, msg string) {
+func (t *fileSource) reject(ctx context.Context, tf *tailedFile, line int, seq int64, code, msg string) {
 	t.logger.Warn("Skipping a corrupt session row", zap.String("file", tf.path), zap.Int("line", line),
 		zap.Int64("seq", seq), zap.String("code", code), zap.String("message", msg))
-	t.r.tel.RowsRejected.Add(ctx, 1, metric.WithAttributes(
-		attribute.String("transport", transportFile), attribute.String("reason", strings.ToLower(code))))
+	t.tel.RowsRejected(ctx, 1, strings.ToLower(code))
 }
 
 // flush delivers the batch and, once it was accepted, commits the
 // checkpoint at offset. A retryable refusal commits nothing and returns
 // errRefused; a permanent one is logged and counted, and the rows are
 // passed over (retrying could never succeed).
-func (t *tailer) flush(ctx context.Context, tf *tailedFile, f *os.File, batch *fileBatch, offset int64) error {
+func (t *fileSource) flush(ctx context.Context, tf *tailedFile, f *os.File, batch *fileBatch, offset int64) error {
 	live := tf.live
 	if batch.n > 0 {
-		obs := t.r.obs[transportFile]
-		opCtx := obs.StartLogsOp(ctx)
-		err := t.r.next.ConsumeLogs(opCtx, batch.ld)
-		obs.EndLogsOp(opCtx, "jsonl", batch.n, err)
+		opCtx := t.obs.StartLogsOp(ctx)
+		err := t.next.ConsumeLogs(opCtx, batch.ld)
+		t.obs.EndLogsOp(opCtx, "jsonl", batch.n, err)
 		switch {
 		case err == nil:
-			t.r.tel.RowsAccepted.Add(ctx, int64(batch.n), t.r.attrFile)
+			t.tel.RowsAccepted(ctx, int64(batch.n))
 		case consumererror.IsPermanent(err):
 			t.logger.Error("The pipeline refused session rows permanently; they are skipped", zap.String("file", tf.path),
 				zap.Int("rows", batch.n), zap.Error(err))
-			t.r.tel.RowsRejected.Add(ctx, int64(batch.n), metric.WithAttributes(
-				attribute.String("transport", transportFile), attribute.String("reason", "downstream_permanent")))
+			t.tel.RowsRejected(ctx, int64(batch.n), "downstream_permanent")
 		default:
 			return errors.Join(errRefused, err)
 		}
 	}
 	if batch.dups > 0 {
-		t.r.tel.RowsDuplicate.Add(ctx, int64(batch.dups), t.r.attrFile)
+		t.tel.RowsDuplicate(ctx, int64(batch.dups))
 		batch.dups = 0
 	}
 	if offset <= tf.cp.Offset && batch.n == 0 && sameCheckpoint(tf.cp, live.pending) {
@@ -821,7 +924,7 @@ func (t *tailer) flush(ctx context.Context, tf *tailedFile, f *os.File, batch *f
 			cp.Tail = tail
 		}
 	}
-	t.r.tel.BytesRead.Add(ctx, cp.Offset-tf.cp.Offset, t.r.attrFile)
+	t.tel.BytesRead(ctx, cp.Offset-tf.cp.Offset)
 	tf.cp = cp
 	if !t.persist {
 		return nil
