@@ -370,6 +370,7 @@ func (c *core) record(ctx context.Context) {
 	c.sessions.Store(int64(c.engine.Sessions()))
 	addDelta(ctx, c.tel.TurnsClosed, cur.TurnsClosed-prev.TurnsClosed)
 	addDelta(ctx, c.tel.LateEvents, cur.Late-prev.Late)
+	addDelta(ctx, c.tel.TurnsClosedLate, cur.ClosedLate-prev.ClosedLate)
 	addDelta(ctx, c.tel.GapsSkipped, cur.GapsSkipped-prev.GapsSkipped)
 	addDelta(ctx, c.tel.ReorderOverflows, cur.Overflows-prev.Overflows)
 	c.tel.AddDropped(ctx, metadata.ReasonDuplicate, cur.Duplicates-prev.Duplicates)

@@ -304,12 +304,34 @@ func TestDanglingByTimeout(t *testing.T) {
 	assert.EqualValues(t, 1, h.selfSum(metadata.MetricTurnsDangling, "cause=timeout"))
 	assert.EqualValues(t, 0, h.selfGauge(metadata.MetricTurnsOpen))
 
+	// The turn/end comes after all: the turn is not emitted again, but one
+	// late-close span in its trace, under its dangling root, tells how it
+	// really ended.
 	spanCount := h.traces.SpanCount()
 	h.feed(tail)
-	assert.Equal(t, spanCount, h.traces.SpanCount(), "a closed turn is emitted once")
-	assert.Positive(t, h.selfSum(metadata.MetricLateEvents))
+	require.Equal(t, spanCount+1, h.traces.SpanCount(), "a closed turn is emitted once, plus its late close")
+	var late ptrace.Span
+	for _, td := range h.traces.AllTraces() {
+		for _, rs := range td.ResourceSpans().All() {
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, sp := range ss.Spans().All() {
+					if v, ok := sp.Attributes().Get("dsh.turn.closed_late"); ok && v.Bool() {
+						late = sp
+					}
+				}
+			}
+		}
+	}
+	require.NotEqual(t, pcommon.SpanID{}, late.SpanID(), "no late-close span")
+	assert.Equal(t, dangling.TraceID(), late.TraceID())
+	assert.Equal(t, dangling.SpanID(), late.ParentSpanID())
+	lateReason, _ := late.Attributes().Get("dsh.turn.end_reason")
+	assert.NotEqual(t, "dangling", lateReason.Str())
+	lateCause, _ := late.Attributes().Get("dsh.dangling.cause")
+	assert.Equal(t, "timeout", lateCause.Str())
+	assert.EqualValues(t, 1, h.selfSum(metadata.MetricTurnsClosedLate))
 	h.shutdown()
-	assert.Equal(t, spanCount, h.traces.SpanCount())
+	assert.Equal(t, spanCount+1, h.traces.SpanCount())
 	assert.Zero(t, h.selfSum(metadata.MetricTurnsDangling, "cause=shutdown"))
 }
 

@@ -17,6 +17,7 @@ const (
 	MetricTurnsClosed      = "otelcol_connector_turn_state_turns_closed"
 	MetricTurnsDangling    = "otelcol_connector_turn_state_turns_dangling"
 	MetricLateEvents       = "otelcol_connector_turn_state_late_events"
+	MetricTurnsClosedLate  = "otelcol_connector_turn_state_turns_closed_late"
 	MetricEventsDropped    = "otelcol_connector_turn_state_events_dropped"
 	MetricGapsSkipped      = "otelcol_connector_turn_state_gaps_skipped"
 	MetricReorderOverflows = "otelcol_connector_turn_state_reorder_overflows"
@@ -45,6 +46,8 @@ type Telemetry struct {
 	TurnsClosed metric.Int64Counter
 	// LateEvents counts events that arrived for a turn already closed.
 	LateEvents metric.Int64Counter
+	// TurnsClosedLate counts turn/ends of turns already closed as dangling.
+	TurnsClosedLate metric.Int64Counter
 	// GapsSkipped counts missing seqs given up on.
 	GapsSkipped metric.Int64Counter
 	// ReorderOverflows counts reorder windows that filled up.
@@ -96,6 +99,8 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 	t.turnsDangling = counter(MetricTurnsDangling, "{turn}",
 		"Turns closed without their turn/end, by cause (timeout, evicted, shutdown, superseded).")
 	t.LateEvents = counter(MetricLateEvents, "{event}", "Events that arrived for a turn already closed; counted, not re-emitted.")
+	t.TurnsClosedLate = counter(MetricTurnsClosedLate, "{turn}",
+		"Turns closed as dangling whose turn/end came later; each emits one late-close span in the turn's trace.")
 	t.eventsDropped = counter(MetricEventsDropped, "{event}",
 		"Records or events not mapped, by reason (duplicate, invalid, not_session, orphan).")
 	t.GapsSkipped = counter(MetricGapsSkipped, "{gap}", "Missing seqs given up on after gap_timeout or a reorder-window overflow.")

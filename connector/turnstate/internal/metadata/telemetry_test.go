@@ -33,6 +33,7 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 	ctx := context.Background()
 	tt.TurnsClosed.Add(ctx, 1)
 	tt.LateEvents.Add(ctx, 1)
+	tt.TurnsClosedLate.Add(ctx, 1)
 	tt.GapsSkipped.Add(ctx, 1)
 	tt.ReorderOverflows.Add(ctx, 1)
 	tt.JournalFailures.Add(ctx, 1)
@@ -42,7 +43,7 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 
 	var created []string
 	for _, name := range []string{
-		MetricTurnsOpen, MetricSessionsOpen, MetricTurnsClosed, MetricTurnsDangling, MetricLateEvents,
+		MetricTurnsOpen, MetricSessionsOpen, MetricTurnsClosed, MetricTurnsDangling, MetricLateEvents, MetricTurnsClosedLate,
 		MetricEventsDropped, MetricGapsSkipped, MetricReorderOverflows, MetricEmitFailures, MetricJournalFailures,
 	} {
 		m, err := tel.GetMetric(name)
