@@ -117,7 +117,7 @@ type result struct {
 	points    int64
 }
 
-// status mirrors internal/countexporter.Status (the harness imports no
+// status mirrors bench/countexporter.Status (the harness imports no
 // collector code).
 type status struct {
 	PID           int   `json:"pid"`

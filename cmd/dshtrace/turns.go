@@ -63,6 +63,9 @@ func outlineStream(name string, r io.Reader, w io.Writer) error {
 	printed, shown := 0, ""
 	emit := func(turns []*turnengine.Turn) {
 		for _, t := range turns {
+			if t.Late != nil {
+				continue // a turn/end of a turn not in the outline (its start was never read)
+			}
 			if t.SessionID != "" && t.SessionID != shown {
 				fmt.Fprintf(w, "session %s\n", t.SessionID)
 			}

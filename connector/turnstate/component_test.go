@@ -153,9 +153,9 @@ func TestSharedCoreLifecycle(t *testing.T) {
 		assert.EqualValues(t, events, sumTotal(metrics.AllMetrics()[0], turnengine.MetricSessionEvents), "round %d: each event once", round)
 
 		h := &harness{t: t, tel: tel}
-		assert.EqualValues(t, 1, h.selfSum(metricTurnsDangling, "cause=shutdown"), "round %d", round)
-		assert.EqualValues(t, len(turnSpans(want)), h.selfSum(metricTurnsClosed), "round %d", round)
-		assert.Zero(t, h.selfSum(metricEventsDropped, "reason=duplicate"), "round %d: the batch was ingested by one instance only", round)
+		assert.EqualValues(t, 1, h.selfSum(metadata.MetricTurnsDangling, "cause=shutdown"), "round %d", round)
+		assert.EqualValues(t, len(turnSpans(want)), h.selfSum(metadata.MetricTurnsClosed), "round %d", round)
+		assert.Zero(t, h.selfSum(metadata.MetricEventsDropped, "reason=duplicate"), "round %d: the batch was ingested by one instance only", round)
 		require.NoError(t, tel.Shutdown(ctx))
 	}
 	assert.False(t, registered(cfg))

@@ -23,6 +23,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
@@ -61,7 +62,7 @@ func TestCorpusThroughConnector(t *testing.T) {
 			assert.Equal(t, len(turnSpans(want)), len(turnSpans(got)))
 			assert.Equal(t, e.Stats().Dangling[turnengine.CauseEndOfInput], stats.Dangling[turnengine.CauseShutdown],
 				"turns open at the end are closed at shutdown")
-			assert.Equal(t, stats.Dangling[turnengine.CauseShutdown], h.selfSum(metricTurnsDangling, "cause=shutdown"))
+			assert.Equal(t, stats.Dangling[turnengine.CauseShutdown], h.selfSum(metadata.MetricTurnsDangling, "cause=shutdown"))
 		})
 	}
 }
@@ -128,7 +129,7 @@ func TestBatchOrderDoesNotMatter(t *testing.T) {
 			reversed.shutdown()
 			require.NoError(t, ptracetest.CompareTraces(normalizeDangling(inOrder.allTraces()), normalizeDangling(reversed.allTraces()),
 				ptracetest.IgnoreResourceSpansOrder(), ptracetest.IgnoreSpansOrder()))
-			assert.Zero(t, reversed.selfSum(metricEventsDropped, "reason=duplicate"))
+			assert.Zero(t, reversed.selfSum(metadata.MetricEventsDropped, "reason=duplicate"))
 		})
 	}
 }
@@ -244,7 +245,7 @@ func TestDshV0Export(t *testing.T) {
 				wr, _ := w.Attributes().Get("dsh.turn.end_reason")
 				assert.Equal(t, wr.AsString(), r.AsString())
 			}
-			assert.Zero(t, h.selfSum(metricGapsSkipped))
+			assert.Zero(t, h.selfSum(metadata.MetricGapsSkipped))
 		})
 	}
 }
@@ -284,7 +285,7 @@ func TestDanglingByTimeout(t *testing.T) {
 	h := newHarness(t, cfg, nil, nil)
 	h.feed(head)
 	before := len(turnSpans(h.allTraces()))
-	assert.EqualValues(t, 1, h.selfGauge(metricTurnsOpen))
+	assert.EqualValues(t, 1, h.selfGauge(metadata.MetricTurnsOpen))
 
 	h.clock.Advance(59 * time.Second)
 	h.core().sweep(context.Background())
@@ -300,16 +301,38 @@ func TestDanglingByTimeout(t *testing.T) {
 	assert.Equal(t, "timeout", cause.Str())
 	assert.Equal(t, "dangling", reason.Str())
 	assert.Equal(t, ptrace.StatusCodeError, dangling.Status().Code())
-	assert.EqualValues(t, 1, h.selfSum(metricTurnsDangling, "cause=timeout"))
-	assert.EqualValues(t, 0, h.selfGauge(metricTurnsOpen))
+	assert.EqualValues(t, 1, h.selfSum(metadata.MetricTurnsDangling, "cause=timeout"))
+	assert.EqualValues(t, 0, h.selfGauge(metadata.MetricTurnsOpen))
 
+	// The turn/end comes after all: the turn is not emitted again, but one
+	// late-close span in its trace, under its dangling root, tells how it
+	// really ended.
 	spanCount := h.traces.SpanCount()
 	h.feed(tail)
-	assert.Equal(t, spanCount, h.traces.SpanCount(), "a closed turn is emitted once")
-	assert.Positive(t, h.selfSum(metricLateEvents))
+	require.Equal(t, spanCount+1, h.traces.SpanCount(), "a closed turn is emitted once, plus its late close")
+	var late ptrace.Span
+	for _, td := range h.traces.AllTraces() {
+		for _, rs := range td.ResourceSpans().All() {
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, sp := range ss.Spans().All() {
+					if v, ok := sp.Attributes().Get("dsh.turn.closed_late"); ok && v.Bool() {
+						late = sp
+					}
+				}
+			}
+		}
+	}
+	require.NotEqual(t, pcommon.SpanID{}, late.SpanID(), "no late-close span")
+	assert.Equal(t, dangling.TraceID(), late.TraceID())
+	assert.Equal(t, dangling.SpanID(), late.ParentSpanID())
+	lateReason, _ := late.Attributes().Get("dsh.turn.end_reason")
+	assert.NotEqual(t, "dangling", lateReason.Str())
+	lateCause, _ := late.Attributes().Get("dsh.dangling.cause")
+	assert.Equal(t, "timeout", lateCause.Str())
+	assert.EqualValues(t, 1, h.selfSum(metadata.MetricTurnsClosedLate))
 	h.shutdown()
-	assert.Equal(t, spanCount, h.traces.SpanCount())
-	assert.Zero(t, h.selfSum(metricTurnsDangling, "cause=shutdown"))
+	assert.Equal(t, spanCount+1, h.traces.SpanCount())
+	assert.Zero(t, h.selfSum(metadata.MetricTurnsDangling, "cause=shutdown"))
 }
 
 // A turn open at shutdown is flushed as dangling with cause shutdown, with
@@ -363,12 +386,12 @@ func TestLoopSweepsAndFlushes(t *testing.T) {
 	c.mu.Unlock()
 	h.start()
 	h.feed(head)
-	require.Eventually(t, func() bool { return h.selfSum(metricTurnsDangling, "cause=timeout") == 1 },
+	require.Eventually(t, func() bool { return h.selfSum(metadata.MetricTurnsDangling, "cause=timeout") == 1 },
 		5*time.Second, 10*time.Millisecond, "the loop closes the silent turn")
 	require.Eventually(t, func() bool { return len(h.metrics.AllMetrics()) >= 2 },
 		5*time.Second, 10*time.Millisecond, "the loop flushes metrics")
 	h.shutdown()
-	assert.Zero(t, h.selfSum(metricTurnsDangling, "cause=shutdown"))
+	assert.Zero(t, h.selfSum(metadata.MetricTurnsDangling, "cause=shutdown"))
 }
 
 // An error from the next consumer is counted and swallowed: ConsumeLogs
@@ -383,22 +406,22 @@ func TestEmitFailureCountedNotRetried(t *testing.T) {
 	ld.MarkReadOnly()
 	require.NoError(t, h.toTr.ConsumeLogs(context.Background(), ld))
 	require.NoError(t, h.toMt.ConsumeLogs(context.Background(), ld))
-	assert.EqualValues(t, 1, h.selfSum(metricEmitFailures, "signal=traces"))
+	assert.EqualValues(t, 1, h.selfSum(metadata.MetricEmitFailures, "signal=traces"))
 
 	// A redelivery (as a retrying receiver would send) changes nothing.
 	require.NoError(t, h.toTr.ConsumeLogs(context.Background(), ld))
-	assert.EqualValues(t, events, h.selfSum(metricEventsDropped, "reason=duplicate"))
-	assert.EqualValues(t, 1, h.selfSum(metricEmitFailures, "signal=traces"), "nothing new to emit")
+	assert.EqualValues(t, events, h.selfSum(metadata.MetricEventsDropped, "reason=duplicate"))
+	assert.EqualValues(t, 1, h.selfSum(metadata.MetricEmitFailures, "signal=traces"), "nothing new to emit")
 
 	h.core().flushMetrics(context.Background())
-	assert.EqualValues(t, 1, h.selfSum(metricEmitFailures, "signal=metrics"))
+	assert.EqualValues(t, 1, h.selfSum(metadata.MetricEmitFailures, "signal=metrics"))
 	c := h.core()
 	c.mu.Lock()
 	md := c.metricsLocked(epoch)
 	c.mu.Unlock()
 	assert.EqualValues(t, events, sumTotal(md, turnengine.MetricSessionEvents), "each event counted once")
 	h.shutdown()
-	assert.EqualValues(t, 2, h.selfSum(metricEmitFailures, "signal=metrics"))
+	assert.EqualValues(t, 2, h.selfSum(metadata.MetricEmitFailures, "signal=metrics"))
 }
 
 // The metrics flush carries every DESIGN §5 metric that the input gives

@@ -58,7 +58,7 @@ func (c *fakeClock) Advance(d time.Duration) {
 // harness is a turn_state pair as the service builds it: the logs→traces
 // and logs→metrics instances, created with one *Config, feeding sinks.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	cfg     *Config
 	clock   *fakeClock
 	tel     *componenttest.Telemetry
@@ -70,7 +70,7 @@ type harness struct {
 
 // newHarness creates both instances, with next consumers that default to
 // sinks, and injects a fake clock into their core.
-func newHarness(t *testing.T, cfg *Config, nextTraces consumer.Traces, nextMetrics consumer.Metrics) *harness {
+func newHarness(t testing.TB, cfg *Config, nextTraces consumer.Traces, nextMetrics consumer.Metrics) *harness {
 	t.Helper()
 	h := &harness{t: t, cfg: cfg, clock: &fakeClock{now: epoch}, tel: componenttest.NewTelemetry(),
 		traces: new(consumertest.TracesSink), metrics: new(consumertest.MetricsSink)}
@@ -188,7 +188,7 @@ func attrString(kvs []attribute.KeyValue) string {
 
 // corpusPath resolves a corpus-relative path; paths starting with ../ are
 // relative to the repository root's testdata instead.
-func corpusPath(t *testing.T, rel string) string {
+func corpusPath(t testing.TB, rel string) string {
 	t.Helper()
 	if strings.HasPrefix(rel, "../") {
 		return filepath.Join("..", "..", "testdata", strings.TrimPrefix(rel, "../"))
@@ -200,7 +200,7 @@ func corpusPath(t *testing.T, rel string) string {
 // receiver does (logrecord.Tracker), one ResourceLogs per session; files
 // without a header or wrapper are filed under fallback. It also returns
 // the number of logical events.
-func buildRecords(t *testing.T, path, fallback string) (plog.Logs, int) {
+func buildRecords(t testing.TB, path, fallback string) (plog.Logs, int) {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)

@@ -7,16 +7,24 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"go.uber.org/zap"
+
+	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/storageclient"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
+// This file is the journal: what is written, when, and how it is replayed
+// at start.
+//
 // The journal keeps, through a storage extension, what the engine needs to
 // carry every session on after a restart, crash included: each session's
 // Mark (where its seqs stand, the last turn it closed, the model in use)
@@ -34,6 +42,19 @@ import (
 //	s/"ID"/c/N       chunk N: records of one batch from Retain on (plog protobuf)
 //
 // Ids are quoted (strconv.Quote) so no id's keys can collide with another's.
+//
+// When: every pass of settle (connector.go) — a batch, a sweep, the
+// shutdown, the restore — ends with one storage batch that brings the
+// journal up to date with the engine for the sessions the pass touched:
+// their marks, the new chunk of each (the batch's records from Retain
+// on), the chunks Retain has passed deleted, the forgotten sessions
+// deleted. It is written after the pass emitted its turns, so the journal
+// lets go of a turn only once it is out, and before the batch is
+// acknowledged, so the receiver checkpoints only what is journaled.
+//
+// Replay: start loads every session (load), and the restore pass resumes
+// each from its Mark and re-reads its header and chunks, applying the
+// events from Retain on without counting them again (restore).
 type journal struct {
 	client   storage.Client
 	sessions map[string]*journalEntry
@@ -279,4 +300,95 @@ func marshalLogs(ld plog.Logs) ([]byte, error) {
 
 func (j *journal) close(ctx context.Context) error {
 	return j.client.Close(ctx)
+}
+
+// keepRecord files a decoded record under its session for the journal.
+func keepRecord(keep map[string]*kept, rec logrecord.Record, res pcommon.Resource, lr plog.LogRecord) {
+	k := keep[rec.SessionID]
+	if k == nil {
+		k = &kept{header: plog.NewLogs()}
+		keep[rec.SessionID] = k
+	}
+	if rec.Row.Kind == sessionlog.RowHeader {
+		k.header = plog.NewLogs()
+		rl := k.header.ResourceLogs().AppendEmpty()
+		res.CopyTo(rl.Resource())
+		lr.CopyTo(rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())
+		return
+	}
+	if len(rec.Row.Events) == 0 {
+		return
+	}
+	maxSeq := rec.Row.Events[0].Seq
+	for i := range rec.Row.Events {
+		maxSeq = max(maxSeq, rec.Row.Events[i].Seq)
+	}
+	k.recs = append(k.recs, keptRecord{res: res, lr: lr, maxSeq: maxSeq})
+}
+
+// journalOps are the journal writes that bring it up to date with the
+// engine after a pass, given the records it kept and the turns it drained:
+// the sessions of both are rewritten, the forgotten deleted. Callers hold
+// mu; nil without a journal.
+func (c *core) journalOps(keep map[string]*kept, turns []*turnengine.Turn) []*storage.Operation {
+	if c.journal == nil {
+		return nil
+	}
+	ids := make([]string, 0, len(keep)+len(turns))
+	for id := range keep {
+		ids = append(ids, id)
+	}
+	for _, t := range turns {
+		if keep[t.SessionID] == nil {
+			ids = append(ids, t.SessionID)
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	return c.journal.update(c.engine, ids, keep, c.engine.DrainForgotten())
+}
+
+// writeJournal writes the journal operations of one pass in one storage
+// batch. Callers hold drainMu, not mu.
+func (c *core) writeJournal(ctx context.Context, ops []*storage.Operation) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	if err := c.journal.client.Batch(ctx, ops...); err != nil {
+		c.tel.JournalFailures.Add(ctx, 1)
+		return fmt.Errorf("turn_state: write the journal: %w", err)
+	}
+	return nil
+}
+
+// restore loads every journaled session of j and, in one pass, makes j the
+// core's journal and resumes each session: its mark first, then its
+// records from the mark's Retain on, re-applied without being counted
+// again. The pass holds the turns the records close for the first pass
+// after it (the next consumers may not run yet); its journal write
+// forgets the sessions beyond max_sessions.
+func (c *core) restore(ctx context.Context, j *journal) error {
+	rs, err := j.load(ctx)
+	if err != nil {
+		return err
+	}
+	var open int
+	err = c.settle(ctx, pass{hold: true, change: func(now time.Time) map[string]*kept {
+		c.journal = j
+		for _, r := range rs {
+			c.engine.Resume(r.id, r.entry.Mark, now)
+			for _, in := range c.read(ctx, r.logs, now, nil, true) {
+				if in.Event.Seq >= r.entry.Mark.Retain {
+					c.engine.Ingest(in, now)
+				}
+			}
+		}
+		open = c.engine.OpenTurns()
+		return nil
+	}})
+	if err != nil {
+		return err
+	}
+	c.logger.Info("Sessions restored from the journal", zap.Int("sessions", len(rs)), zap.Int("open_turns", open))
+	return nil
 }

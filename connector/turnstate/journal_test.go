@@ -55,11 +55,11 @@ func journaled(t *testing.T, dir string) *harness {
 func (h *harness) crash() {
 	h.t.Helper()
 	c := h.core()
-	c.persistMu.Lock()
+	c.drainMu.Lock()
 	c.mu.Lock()
 	c.closed = true
 	c.mu.Unlock()
-	c.persistMu.Unlock()
+	c.drainMu.Unlock()
 	close(c.stop)
 	<-c.done
 	require.NoError(h.t, c.journal.close(context.Background()))

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
+	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
@@ -213,8 +214,8 @@ func metricLabels(mds []pmetric.Metrics) map[string]string {
 // telemetry.
 func selfLabels(t *testing.T, h *harness) map[string]string {
 	out := map[string]string{}
-	for _, name := range []string{metricTurnsOpen, metricSessionsOpen, metricTurnsClosed, metricTurnsDangling, metricLateEvents,
-		metricEventsDropped, metricGapsSkipped, metricReorderOverflows, metricEmitFailures} {
+	for _, name := range []string{metadata.MetricTurnsOpen, metadata.MetricSessionsOpen, metadata.MetricTurnsClosed, metadata.MetricTurnsDangling, metadata.MetricLateEvents,
+		metadata.MetricEventsDropped, metadata.MetricGapsSkipped, metadata.MetricReorderOverflows, metadata.MetricEmitFailures} {
 		m, err := h.tel.GetMetric(name)
 		if err != nil {
 			continue

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 )
@@ -34,17 +35,17 @@ func TestSelfTelemetry(t *testing.T) {
 	h.feed(head)
 	closed := len(turnSpans(h.allTraces()))
 	require.Positive(t, closed)
-	assert.EqualValues(t, 1, h.selfGauge(metricTurnsOpen))
-	assert.EqualValues(t, 1, h.selfGauge(metricSessionsOpen))
-	assert.EqualValues(t, closed, h.selfSum(metricTurnsClosed))
+	assert.EqualValues(t, 1, h.selfGauge(metadata.MetricTurnsOpen))
+	assert.EqualValues(t, 1, h.selfGauge(metadata.MetricSessionsOpen))
+	assert.EqualValues(t, closed, h.selfSum(metadata.MetricTurnsClosed))
 
 	// The same batch again: every event a duplicate.
 	h.feed(head)
-	assert.EqualValues(t, headEvents, h.selfSum(metricEventsDropped, "reason=duplicate"))
+	assert.EqualValues(t, headEvents, h.selfSum(metadata.MetricEventsDropped, "reason=duplicate"))
 
 	// A log record of some other producer.
 	h.feed(oneRecord(func(_ plog.ResourceLogs, lr plog.LogRecord) { lr.Body().SetStr("GET /index.html 200") }))
-	assert.EqualValues(t, 1, h.selfSum(metricEventsDropped, "reason=not_session"))
+	assert.EqualValues(t, 1, h.selfSum(metadata.MetricEventsDropped, "reason=not_session"))
 
 	// A session record whose row does not decode, and a header of a format
 	// version from the future.
@@ -58,7 +59,7 @@ func TestSelfTelemetry(t *testing.T) {
 		lr.Attributes().PutStr(logrecord.AttrSessionID, "future")
 		lr.Body().SetStr(`{"type":"session","version":99,"id":"future","createdAt":0,"cwd":"/"}`)
 	}))
-	assert.EqualValues(t, 2, h.selfSum(metricEventsDropped, "reason=invalid"))
+	assert.EqualValues(t, 2, h.selfSum(metadata.MetricEventsDropped, "reason=invalid"))
 	assert.EqualValues(t, 1, h.core().engine.Stats().Violations, "the undecodable row is a violation")
 
 	// dsh v0's export of a tool call in no open turn: an orphan.
@@ -69,14 +70,14 @@ func TestSelfTelemetry(t *testing.T) {
 		require.NoError(t, lr.Body().SetEmptyMap().FromRaw(map[string]any{
 			"turn": 3, "step": 1, "callId": "c1", "toolName": "read", "arguments": "{}"}))
 	}))
-	assert.EqualValues(t, 1, h.selfSum(metricEventsDropped, "reason=orphan"))
-	assert.EqualValues(t, 2, h.selfGauge(metricSessionsOpen), "the file's session and the orphan's; the undecodable records reach no session")
+	assert.EqualValues(t, 1, h.selfSum(metadata.MetricEventsDropped, "reason=orphan"))
+	assert.EqualValues(t, 2, h.selfGauge(metadata.MetricSessionsOpen), "the file's session and the orphan's; the undecodable records reach no session")
 
 	h.shutdown()
-	assert.EqualValues(t, 1, h.selfSum(metricTurnsDangling, "cause=shutdown"))
-	assert.EqualValues(t, closed+1, h.selfSum(metricTurnsClosed))
-	assert.Zero(t, h.selfSum(metricEmitFailures, "signal=traces"))
-	_, err := h.tel.GetMetric(metricTurnsOpen)
+	assert.EqualValues(t, 1, h.selfSum(metadata.MetricTurnsDangling, "cause=shutdown"))
+	assert.EqualValues(t, closed+1, h.selfSum(metadata.MetricTurnsClosed))
+	assert.Zero(t, h.selfSum(metadata.MetricEmitFailures, "signal=traces"))
+	_, err := h.tel.GetMetric(metadata.MetricTurnsOpen)
 	assert.Error(t, err, "the gauges' callback is unregistered at shutdown")
 }
 
@@ -109,14 +110,14 @@ func TestGapTelemetry(t *testing.T) {
 		assert.Zero(t, h.traces.SpanCount(), "waiting for seq 1")
 		h.clock.Advance(500 * time.Millisecond)
 		h.core().sweep(context.Background())
-		assert.Zero(t, h.selfSum(metricGapsSkipped))
+		assert.Zero(t, h.selfSum(metadata.MetricGapsSkipped))
 		h.clock.Advance(600 * time.Millisecond)
 		h.core().sweep(context.Background())
-		assert.EqualValues(t, 1, h.selfSum(metricGapsSkipped))
-		assert.Zero(t, h.selfSum(metricReorderOverflows))
+		assert.EqualValues(t, 1, h.selfSum(metadata.MetricGapsSkipped))
+		assert.Zero(t, h.selfSum(metadata.MetricReorderOverflows))
 		assert.Positive(t, h.traces.SpanCount(), "the turns closed once the gap was skipped")
 		h.feed(missing)
-		assert.EqualValues(t, 1, h.selfSum(metricEventsDropped, "reason=duplicate"), "a seq given up on is not applied later")
+		assert.EqualValues(t, 1, h.selfSum(metadata.MetricEventsDropped, "reason=duplicate"), "a seq given up on is not applied later")
 		h.shutdown()
 	})
 	t.Run("overflow", func(t *testing.T) {
@@ -124,8 +125,8 @@ func TestGapTelemetry(t *testing.T) {
 		cfg.ReorderWindow = 2
 		h := newHarness(t, cfg, nil, nil)
 		h.feed(rest)
-		assert.EqualValues(t, 1, h.selfSum(metricReorderOverflows))
-		assert.EqualValues(t, 1, h.selfSum(metricGapsSkipped))
+		assert.EqualValues(t, 1, h.selfSum(metadata.MetricReorderOverflows))
+		assert.EqualValues(t, 1, h.selfSum(metadata.MetricGapsSkipped))
 		h.shutdown()
 		stats := h.core().engine.Stats()
 		assert.EqualValues(t, stats.Events, ld.LogRecordCount()-2, "every event but the missing one applied")

@@ -99,6 +99,7 @@ type Stats struct {
 	GapsSkipped  int64 // missing seqs given up on
 	Overflows    int64 // reorder windows that overflowed
 	TurnsClosed  int64
+	ClosedLate   int64            // late closes: turn/ends of turns closed as dangling
 	Dangling     map[string]int64 // by cause
 	Violations   int64
 	SessionsSeen int64
@@ -127,7 +128,8 @@ type Engine struct {
 	gaps      map[*session]struct{}
 	closed    []*Turn
 	forgotten []string
-	names     map[string]string // see name
+	names     map[string]string   // see name
+	tombs     map[string]*dangled // the dangling turns of evicted sessions
 	stats     Stats
 	metrics   *Metrics
 }
@@ -144,6 +146,7 @@ func New(cfg Config) *Engine {
 		open:     list.New(),
 		gaps:     map[*session]struct{}{},
 		names:    map[string]string{},
+		tombs:    map[string]*dangled{},
 		stats:    Stats{Dangling: map[string]int64{}},
 		metrics:  m,
 	}
@@ -290,7 +293,7 @@ func (e *Engine) Sweep(now time.Time) {
 		}
 		el = el.Next()
 		if s.turn != nil {
-			e.closeDangling(s, CauseTimeout)
+			e.closeDangling(s, CauseTimeout, now)
 		}
 	}
 }
@@ -309,7 +312,7 @@ func (e *Engine) Flush(cause string, now time.Time) {
 	for el := e.open.Front(); el != nil; {
 		s := el.Value.(*session)
 		el = el.Next()
-		e.closeDangling(s, cause)
+		e.closeDangling(s, cause, now)
 	}
 }
 
@@ -317,9 +320,17 @@ func (e *Engine) session(id string, now time.Time) *session {
 	s := e.sessions[id]
 	if s == nil {
 		if len(e.sessions) >= e.cfg.MaxSessions {
-			e.evictSession()
+			e.evictSession(now)
 		}
 		s = newSession(id, e)
+		if d := e.tombs[s.id]; d != nil {
+			delete(e.tombs, s.id)
+			s.dangled = d
+			s.cur.SetLastClosed(d.number)
+			// It carries on where it was forgotten.
+			s.started, s.next = true, d.next
+			s.validator.Resume(d.next, d.number)
+		}
 		s.lruElem = e.lru.PushBack(s)
 		e.sessions[s.id] = s // the session's own copy of the id, no view into a row
 		e.stats.SessionsSeen++
@@ -330,35 +341,46 @@ func (e *Engine) session(id string, now time.Time) *session {
 	return s
 }
 
-func (e *Engine) evictSession() {
+func (e *Engine) evictSession(now time.Time) {
 	el := e.lru.Front()
 	if el == nil {
 		return
 	}
 	s := el.Value.(*session)
 	if s.turn != nil {
-		e.closeDangling(s, CauseEvicted)
+		e.closeDangling(s, CauseEvicted, now)
 	}
 	e.lru.Remove(el)
 	delete(e.gaps, s)
 	delete(e.sessions, s.id)
 	e.forgotten = append(e.forgotten, s.id)
+	if s.dangled != nil {
+		// Its repair may still come: a later event starts the session
+		// afresh, and finds its dangling turn here.
+		if len(e.tombs) >= maxTombstones {
+			clear(e.tombs)
+		}
+		s.dangled.next = s.next
+		e.tombs[s.id] = s.dangled
+	}
 }
 
-func (e *Engine) closeDangling(s *session, cause string) {
+func (e *Engine) closeDangling(s *session, cause string, now time.Time) {
 	if s.turn == nil {
 		return
 	}
 	e.stats.Dangling[cause]++
+	t := s.turn.t
 	s.closeTurn(sessionlog.Reason{Kind: "dangling"}, cause, s.turn.lastTime, -1)
 	s.cur.CloseTurn() // its later events are late
+	s.rememberDangling(t, now)
 }
 
 // turnOpened tracks a newly opened turn and enforces MaxOpenTurns.
-func (e *Engine) turnOpened(s *session) {
+func (e *Engine) turnOpened(s *session, now time.Time) {
 	for e.open.Len() >= e.cfg.MaxOpenTurns {
 		oldest := e.open.Front().Value.(*session)
-		e.closeDangling(oldest, CauseEvicted)
+		e.closeDangling(oldest, CauseEvicted, now)
 	}
 	s.openElem = e.open.PushBack(s)
 }
@@ -369,8 +391,12 @@ func (e *Engine) turnClosed(s *session, t *Turn) {
 		e.open.Remove(s.openElem)
 		s.openElem = nil
 	}
-	e.stats.TurnsClosed++
-	e.metrics.recordTurn(t)
+	if t.Late != nil {
+		e.metrics.recordLateClose(t)
+	} else {
+		e.stats.TurnsClosed++
+		e.metrics.recordTurn(t)
+	}
 	e.closed = append(e.closed, t)
 }
 

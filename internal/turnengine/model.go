@@ -30,9 +30,10 @@ type Turn struct {
 	Events        []SpanEvent
 	// Clamped is set when some time of the turn had to be clamped.
 	Clamped bool
-	// Late is how many events arrived for this turn after it was closed —
-	// known only for turns still remembered; informational.
-	Usage Tokens
+	Usage   Tokens
+	// Late is set on a late close: not a turn of its own but the turn/end
+	// that dsh wrote for a turn the engine had closed as dangling.
+	Late *LateClose
 }
 
 // Dangling reports whether dsh never closed the turn.

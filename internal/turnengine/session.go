@@ -27,6 +27,12 @@ type session struct {
 	lruElem, openElem *list.Element
 
 	turn *openTurn
+	// dangled is the latest turn closed as dangling, until dsh closes it
+	// (late.go).
+	dangled *dangled
+	// applied: an event was applied; firstSeq is the first one's seq.
+	applied  bool
+	firstSeq int64
 	// cur says where each event belongs (the turn model); the engine's
 	// open turn follows it.
 	cur *turnmodel.Cursor
@@ -126,12 +132,19 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		// the history before its step's first model event.
 		defer s.deriver.Event(ev, s.format)
 	}
+	if !s.applied {
+		s.applied, s.firstSeq = true, ev.Seq
+	}
 	switch pl.Stray {
 	case turnmodel.Late:
-		e.stats.Late++
+		if !s.late(ev, now) {
+			e.stats.Late++
+		}
 		return
 	case turnmodel.Orphan:
-		e.stats.Orphans++
+		if !s.orphanEnd(ev) {
+			e.stats.Orphans++
+		}
 		return
 	}
 	ot := s.turn
@@ -148,8 +161,9 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		if ot != nil {
 			e.stats.Dangling[CauseSuperseded]++
 			s.closeTurn(sessionlog.Reason{Kind: "dangling"}, CauseSuperseded, ot.lastTime, -1)
+			s.rememberDangling(ot.t, now)
 		}
-		s.turnStart(ev)
+		s.turnStart(ev, now)
 	case "turn/end":
 		s.closeTurn(ev.Reason, "", ev.Time, ev.Seq)
 	case "step/start":
@@ -245,13 +259,13 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 	}
 }
 
-func (s *session) turnStart(ev *sessionlog.Event) {
+func (s *session) turnStart(ev *sessionlog.Event, now time.Time) {
 	t := &Turn{
 		SessionID: s.id, Number: ev.Turn, Agent: s.agent(),
 		StartTime: ev.Time, StartSeq: ev.Seq, EndSeq: -1,
 	}
 	s.turn = &openTurn{t: t, lastTime: ev.Time, subs: map[string]*ToolCall{}, callsBySeq: map[int64]*ToolCall{}}
-	s.e.turnOpened(s)
+	s.e.turnOpened(s, now)
 }
 
 // attemptAt is the step's attempt the turn model placed ev in, started

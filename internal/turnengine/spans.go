@@ -28,6 +28,10 @@ func Traces(turns []*Turn) ptrace.Traces {
 			spans = ss.Spans()
 			bySession[key] = spans
 		}
+		if t.Late != nil {
+			appendLateClose(spans, t)
+			continue
+		}
 		spans.EnsureCapacity(spans.Len() + spanCount(t))
 		appendTurn(spans, t)
 	}

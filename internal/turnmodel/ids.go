@@ -88,3 +88,11 @@ func ToolSpanID(session string, turn, step int64, callID, subCallID string) Span
 	}
 	return spanIDOf(sha256.Sum256(b))
 }
+
+// LateCloseSpanID is the span that tells how a turn closed as dangling
+// ended after all (its turn/end arrived late).
+func LateCloseSpanID(session string, turn int64) SpanID {
+	var buf keyBuf
+	b := keyNum(keyStr(keyStr(buf[:0], "late-close"), session), turn)
+	return spanIDOf(sha256.Sum256(b))
+}

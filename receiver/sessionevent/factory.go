@@ -8,7 +8,6 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
-	"go.opentelemetry.io/collector/receiver/receiverhelper"
 
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 )
@@ -34,18 +33,5 @@ func createDefaultConfig() component.Config {
 }
 
 func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
-	obs := map[string]*receiverhelper.ObsReport{}
-	for _, transport := range []string{transportHTTP, transportFile} {
-		o, err := receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{
-			ReceiverID:             set.ID,
-			Transport:              transport,
-			LongLivedCtx:           transport == transportFile,
-			ReceiverCreateSettings: set,
-		})
-		if err != nil {
-			return nil, err
-		}
-		obs[transport] = o
-	}
-	return newReceiver(cfg.(*Config), set, next, obs)
+	return newReceiver(cfg.(*Config), set, next)
 }

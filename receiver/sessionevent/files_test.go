@@ -236,7 +236,7 @@ func TestFilesStartAtEnd(t *testing.T) {
 	cfg.Files.Get().StartAt = startAtEnd
 	sink := new(consumertest.LogsSink)
 	s := start(t, cfg, sink, nil)
-	require.Eventually(t, func() bool { return s.r.tailer.tracked.Load() == 2 }, 5e9, 5e6)
+	require.Eventually(t, func() bool { return s.r.files.tracked.Load() == 2 }, 5e9, 5e6)
 	appendFile(t, path, lines(rows[4:]))
 	appendFile(t, zpath, zstdFile(t, lines(v4Rows("z", 3, 4)), 1)[0:])
 	fresh := lines(v4Rows("f", 0, 2))

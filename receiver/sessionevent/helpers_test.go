@@ -75,8 +75,8 @@ func startWith(t *testing.T, cfg *Config, next consumer.Logs, host component.Hos
 	r := rl.(*sessionReceiver)
 	require.NoError(t, r.Start(context.Background(), host))
 	s := &started{r: r}
-	if r.addr != nil {
-		s.url = "http://" + r.addr.String()
+	if r.http != nil && r.http.addr != nil {
+		s.url = "http://" + r.http.addr.String()
 	}
 	var once sync.Once
 	s.stop = func() {

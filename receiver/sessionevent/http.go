@@ -6,21 +6,24 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
+	"time"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/config/confighttp"
-	"go.opentelemetry.io/collector/consumer/consumererror"
-	"go.opentelemetry.io/collector/pdata/plog"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.uber.org/zap"
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
-	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 )
 
 // HTTP API (DESIGN §3):
@@ -73,29 +76,82 @@ func mediaTypeAccepted(ct string) bool {
 	return err == nil && acceptedMediaTypes[mt]
 }
 
-// startHTTP starts the HTTP source when configured.
-func (r *sessionReceiver) startHTTP(ctx context.Context, host component.Host) error {
-	hc := r.cfg.HTTP.Get()
-	if hc == nil {
-		return nil
+// httpSource is the HTTP transport: a confighttp server whose requests are
+// judged whole (body.go), deduplicated against what was accepted before
+// (dedup.go), turned into records and delivered to next in one call each.
+type httpSource struct {
+	cfg     HTTPConfig
+	storage *component.ID // the dedup state's storage extension, nil: memory only
+	maxLine int
+	set     receiver.Settings
+	next    consumer.Logs
+	obs     *receiverhelper.ObsReport
+	tel     *metadata.TransportTelemetry
+	now     func() time.Time
+
+	dedup *dedupStore
+	// trackerMu guards tracker. It is taken after a request's stripe locks
+	// and the dedup store's mutex, never before them.
+	trackerMu sync.Mutex
+	tracker   *logrecord.Tracker
+
+	srv     *http.Server
+	addr    net.Addr
+	maxBody int64
+	client  storage.Client
+	wg      sync.WaitGroup
+}
+
+func newHTTPSource(cfg HTTPConfig, storageID *component.ID, maxLine int, set receiver.Settings, next consumer.Logs) (*httpSource, error) {
+	obs, err := newObsReport(set, metadata.TransportHTTP)
+	if err != nil {
+		return nil, err
+	}
+	return &httpSource{
+		cfg: cfg, storage: storageID, maxLine: maxLine, set: set, next: next, obs: obs, now: time.Now,
+		dedup:   newDedupStore(defaultDedupSessions, set.Logger),
+		tracker: logrecord.NewTracker(defaultDedupSessions),
+	}, nil
+}
+
+// dedupSessions is the dedup_sessions gauge (0 without an HTTP source).
+func (h *httpSource) dedupSessions() int64 {
+	if h == nil {
+		return 0
+	}
+	return h.dedup.len()
+}
+
+// start loads the dedup state from the storage extension, if one is
+// configured, and starts serving.
+func (h *httpSource) start(ctx context.Context, host component.Host) error {
+	if h.storage != nil {
+		c, err := openStorage(ctx, host, h.storage, h.set.ID, "http")
+		if err != nil {
+			return err
+		}
+		h.client = c
+		if err := h.dedup.load(ctx, c, h.restorePosition); err != nil {
+			return fmt.Errorf("session_event: load the dedup state: %w", err)
+		}
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc(pathSession, r.handleSession)
-	mux.HandleFunc(pathLines, r.handleLines)
-	srv, err := hc.ServerConfig.ToServer(ctx, host.GetExtensions(), r.set.TelemetrySettings, mux,
+	mux.HandleFunc(pathSession, h.handleSession)
+	mux.HandleFunc(pathLines, h.handleLines)
+	srv, err := h.cfg.ServerConfig.ToServer(ctx, host.GetExtensions(), h.set.TelemetrySettings, mux,
 		confighttp.WithErrorHandler(jsonErrorHandler))
 	if err != nil {
 		return err
 	}
-	r.maxBody = hc.ServerConfig.MaxRequestBodySize // ToServer applied the default
-	ln, err := hc.ServerConfig.ToListener(ctx)
+	h.maxBody = h.cfg.ServerConfig.MaxRequestBodySize // ToServer applied the default
+	ln, err := h.cfg.ServerConfig.ToListener(ctx)
 	if err != nil {
-		return fmt.Errorf("session_event: listen on %s: %w", hc.ServerConfig.NetAddr.Endpoint, err)
+		return fmt.Errorf("session_event: listen on %s: %w", h.cfg.ServerConfig.NetAddr.Endpoint, err)
 	}
-	r.srv = srv
-	r.addr = ln.Addr()
-	r.set.Logger.Info("Accepting dsh session events over HTTP", zap.String("endpoint", ln.Addr().String()))
-	r.wg.Go(func() {
+	h.srv = srv
+	h.addr = ln.Addr()
+	h.set.Logger.Info("Accepting dsh session events over HTTP", zap.String("endpoint", ln.Addr().String()))
+	h.wg.Go(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			componentstatus.ReportStatus(host, componentstatus.NewFatalErrorEvent(err))
 		}
@@ -103,208 +159,80 @@ func (r *sessionReceiver) startHTTP(ctx context.Context, host component.Host) er
 	return nil
 }
 
-func (r *sessionReceiver) handleSession(w http.ResponseWriter, req *http.Request) {
+// shutdown stops the server, letting requests in flight finish (each
+// either delivers and commits, or rolls back), then closes the storage
+// client. It is safe without start.
+func (h *httpSource) shutdown(ctx context.Context) error {
+	var errs []error
+	if h.srv != nil {
+		if err := h.srv.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	h.wg.Wait() // Serve returns as soon as Shutdown closed the listener
+	if h.client != nil {
+		if err := h.client.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		h.client = nil
+	}
+	return errors.Join(errs...)
+}
+
+func (h *httpSource) handleSession(w http.ResponseWriter, req *http.Request) {
 	id := req.PathValue("session_id")
 	if id == "" || len(id) > maxSessionIDBytes || !utf8.ValidString(id) || strings.ContainsFunc(id, isControl) {
-		r.refuse(w, req.Context(), &reqError{status: http.StatusBadRequest, seq: -1, reason: "bad_session_id",
+		h.refuse(w, req.Context(), &reqError{status: http.StatusBadRequest, seq: -1, reason: "bad_session_id",
 			msg: fmt.Sprintf("the session id in the path must be 1–%d bytes of UTF-8 without control characters", maxSessionIDBytes)}, 1)
 		return
 	}
-	r.handle(w, req, parseOptions{endpoint: endpointSession, session: id})
+	h.handle(w, req, parseOptions{endpoint: endpointSession, session: id})
 }
 
-func (r *sessionReceiver) handleLines(w http.ResponseWriter, req *http.Request) {
-	r.handle(w, req, parseOptions{endpoint: endpointLines})
+func (h *httpSource) handleLines(w http.ResponseWriter, req *http.Request) {
+	h.handle(w, req, parseOptions{endpoint: endpointLines})
 }
 
 func isControl(c rune) bool { return c < 0x20 || c == 0x7f }
 
-func (r *sessionReceiver) handle(w http.ResponseWriter, req *http.Request, o parseOptions) {
+// handle answers one request: its Content-Type, then its body parsed and
+// judged whole (parseBody), then ingested.
+func (h *httpSource) handle(w http.ResponseWriter, req *http.Request, o parseOptions) {
 	ctx := req.Context()
 	if ct := req.Header.Get("Content-Type"); !mediaTypeAccepted(ct) {
-		r.refuse(w, ctx, &reqError{status: http.StatusUnsupportedMediaType, seq: -1, reason: "content_type",
+		h.refuse(w, ctx, &reqError{status: http.StatusUnsupportedMediaType, seq: -1, reason: "content_type",
 			msg: fmt.Sprintf("unsupported Content-Type %q: send NDJSON (application/x-ndjson, application/jsonl, application/json, text/plain) "+
 				"or a zstd/gzip body (application/zstd, application/gzip, application/octet-stream)", ct)}, 1)
 		return
 	}
-	o.maxLine = r.cfg.MaxLineBytes
-	o.maxBody = r.maxBody
-	o.version = r.dedup.currentVersion
+	o.maxLine = h.maxLine
+	o.maxBody = h.maxBody
+	o.version = h.dedup.currentVersion
 	pb, rerr := parseBody(req.Body, o)
-	r.tel.BytesRead.Add(ctx, pb.bytes, r.attrHTTP)
+	h.tel.BytesRead(ctx, pb.bytes)
 	if rerr != nil {
-		r.refuse(w, ctx, rerr, max(pb.rows, 1))
+		h.refuse(w, ctx, rerr, max(pb.rows, 1))
 		return
 	}
-	accepted, dups, err := r.ingest(ctx, pb)
+	accepted, dups, err := h.ingest(ctx, pb)
 	if err != nil {
 		var rerr *reqError
 		if !errors.As(err, &rerr) {
 			rerr = &reqError{status: http.StatusInternalServerError, msg: err.Error(), seq: -1, reason: "internal"}
 		}
-		r.refuse(w, ctx, rerr, max(pb.rows, 1))
+		h.refuse(w, ctx, rerr, max(pb.rows, 1))
 		return
 	}
-	r.tel.RowsAccepted.Add(ctx, int64(accepted), r.attrHTTP)
-	r.tel.RowsDuplicate.Add(ctx, int64(dups), r.attrHTTP)
+	h.tel.RowsAccepted(ctx, int64(accepted))
+	h.tel.RowsDuplicate(ctx, int64(dups))
 	writeJSON(w, http.StatusAccepted, map[string]int{"accepted": accepted, "duplicates": dups})
-}
-
-// ingest delivers a judged request: rows already accepted are counted as
-// duplicates, the others become records handed to the next consumer in one
-// call; only when it succeeds are they remembered as accepted.
-func (r *sessionReceiver) ingest(ctx context.Context, pb *parsedBody) (accepted, dups int, err error) {
-	ids := pb.ids()
-	unlock := r.dedup.lockSessions(ids)
-	defer unlock()
-
-	type mark struct {
-		st      *sessionState
-		version int
-		a, b    int64
-		header  bool
-	}
-	var marks []mark
-	type adoption struct {
-		st      *sessionState
-		version int
-	}
-	var adopted []adoption
-	states := make([]*sessionState, 0, len(pb.sessions))
-	saved := map[string]logrecord.Position{}
-	ld := plog.NewLogs()
-	now := r.now()
-
-	for _, s := range pb.sessions {
-		st, loaded, evicted := r.dedup.session(ctx, s.id)
-		states = append(states, st)
-		r.trackerMu.Lock()
-		for _, id := range evicted {
-			r.tracker.Restore(id, logrecord.Position{})
-		}
-		if !loaded.IsZero() {
-			r.tracker.Restore(s.id, loaded)
-		}
-		r.trackerMu.Unlock()
-	}
-
-	r.trackerMu.Lock()
-	for i, s := range pb.sessions {
-		st := states[i]
-		saved[s.id] = r.tracker.Save(s.id)
-		version := st.version()
-		f := s.dec.Format()
-		// Rows posted before the session showed any header were keyed by an
-		// unknown version; the first header adopts them as its own.
-		adopt := false
-		if s.header != nil {
-			version = f.Version
-			adopt = st.version() == unknownVersion && st.gens[unknownVersion] != nil
-		}
-		gen, prior := st.gens[version], st.gens[unknownVersion]
-		seen := func(a, b int64) bool {
-			return gen != nil && gen.contains(a, b) || adopt && prior.contains(a, b)
-		}
-		if adopt {
-			adopted = append(adopted, adoption{st, version})
-		}
-		var lrs plog.LogRecordSlice
-		hasLRS := false
-		appendRow := func(row *sessionlog.Row) {
-			if !hasLRS {
-				lrs, hasLRS = logrecord.NewResourceLogs(ld, s.id, nil), true
-			}
-			r.tracker.Append(lrs, s.id, row, f, now)
-			accepted++
-		}
-		if s.header != nil {
-			if gen != nil && gen.Header || adopt && prior.Header {
-				dups++
-			} else {
-				appendRow(s.header)
-			}
-			marks = append(marks, mark{st: st, version: version, header: true})
-		}
-		dups += s.dups
-		for _, row := range s.rows {
-			a, b := firstSeq(row), lastSeq(row)
-			if seen(a, b) {
-				dups++
-				continue
-			}
-			appendRow(row)
-			marks = append(marks, mark{st: st, version: version, a: a, b: b})
-		}
-	}
-	r.trackerMu.Unlock()
-
-	if accepted > 0 {
-		opCtx := r.obs[transportHTTP].StartLogsOp(ctx)
-		err = r.next.ConsumeLogs(opCtx, ld)
-		r.obs[transportHTTP].EndLogsOp(opCtx, "jsonl", accepted, err)
-		if err != nil {
-			r.trackerMu.Lock()
-			for id, p := range saved {
-				r.tracker.Restore(id, p)
-			}
-			r.trackerMu.Unlock()
-			if consumererror.IsPermanent(err) {
-				return 0, 0, &reqError{status: http.StatusBadRequest, seq: -1, reason: "downstream_permanent",
-					msg: "the pipeline refused the rows permanently: " + err.Error()}
-			}
-			return 0, 0, &reqError{status: http.StatusServiceUnavailable, seq: -1, reason: "downstream_retryable",
-				msg: "the pipeline cannot take the rows now, retry later: " + err.Error()}
-		}
-	}
-	// Delivered: remember what was accepted.
-	var abandoned int64
-	for _, a := range adopted {
-		if prior := a.st.gens[unknownVersion]; prior != nil {
-			abandoned += a.st.gen(a.version).merge(prior)
-			delete(a.st.gens, unknownVersion)
-		}
-	}
-	for _, m := range marks {
-		g := m.st.gen(m.version)
-		if m.header {
-			g.Header = true
-			m.st.current.Store(int64(max(m.st.version(), m.version)))
-			continue
-		}
-		abandoned += g.add(m.a, m.b)
-	}
-	if abandoned > 0 {
-		r.set.Logger.Debug("Dedup state full: gave up waiting for missing seqs", zap.Int64("seqs", abandoned))
-	}
-	if accepted > 0 || len(marks) > 0 {
-		// Not cancelled with the request: the rows are delivered, their
-		// state must be written even if the client went away.
-		if perr := r.dedup.persist(context.WithoutCancel(ctx), states, r.savePosition); perr != nil {
-			// Delivered already; only a restart could now emit these rows again.
-			r.set.Logger.Warn("Could not persist the dedup state", zap.Error(perr))
-		}
-	}
-	return accepted, dups, nil
-}
-
-func (r *sessionReceiver) restorePosition(id string, p logrecord.Position) {
-	r.trackerMu.Lock()
-	defer r.trackerMu.Unlock()
-	r.tracker.Restore(id, p)
-}
-
-func (r *sessionReceiver) savePosition(id string) logrecord.Position {
-	r.trackerMu.Lock()
-	defer r.trackerMu.Unlock()
-	return r.tracker.Save(id)
 }
 
 // refuse answers a refused request and counts its rows as rejected (the
 // rows read up to the refusal, at least one per request).
-func (r *sessionReceiver) refuse(w http.ResponseWriter, ctx context.Context, e *reqError, rows int) {
+func (h *httpSource) refuse(w http.ResponseWriter, ctx context.Context, e *reqError, rows int) {
 	if rows > 0 {
-		r.tel.RowsRejected.Add(ctx, int64(rows), metric.WithAttributes(
-			attribute.String("transport", transportHTTP), attribute.String("reason", e.reason)))
+		h.tel.RowsRejected(ctx, int64(rows), e.reason)
 	}
 	if e.status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", retryAfterSeconds)
@@ -321,7 +249,7 @@ func (r *sessionReceiver) refuse(w http.ResponseWriter, ctx context.Context, e *
 	if e.code != "" {
 		body["code"] = e.code
 	}
-	r.set.Logger.Debug("Refused a session event request", zap.Int("status", e.status), zap.String("error", e.msg))
+	h.set.Logger.Debug("Refused a session event request", zap.Int("status", e.status), zap.String("error", e.msg))
 	writeJSON(w, e.status, body)
 }
 

@@ -383,14 +383,14 @@ func TestHTTPDedupAcrossRestart(t *testing.T) {
 func TestHTTPDedupBounded(t *testing.T) {
 	sink := new(consumertest.LogsSink)
 	s := start(t, httpOnlyConfig(), sink, nil)
-	s.r.dedup.mu.Lock()
-	s.r.dedup.max = 3
-	s.r.dedup.mu.Unlock()
+	s.r.http.dedup.mu.Lock()
+	s.r.http.dedup.max = 3
+	s.r.http.dedup.mu.Unlock()
 	row := []byte(`{"type":"todo/write","seq":5,"time":1,"data":{"todos":[]}}`)
 	for i := range 5 {
 		require.Equal(t, 1, post(t, sessionURL(s, fmt.Sprint("s", i)), row).int("accepted"))
 	}
-	assert.EqualValues(t, 3, s.r.dedup.len())
+	assert.EqualValues(t, 3, s.r.http.dedup.len())
 	// s4 is remembered, s0 was evicted.
 	assert.Equal(t, 1, post(t, sessionURL(s, "s4"), row).int("duplicates"))
 	assert.Equal(t, 1, post(t, sessionURL(s, "s0"), row).int("accepted"))

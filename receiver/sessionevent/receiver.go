@@ -3,167 +3,111 @@ package sessionevent
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
-	"net/http"
-	"sync"
-	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/metric"
 
-	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/storageclient"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 )
 
-// Transports, as obsreport and our own metrics name them.
-const (
-	transportHTTP = "http"
-	transportFile = "file"
-)
-
-// sessionReceiver is the session_event receiver: an HTTP source and a file
-// source, both turning physical session-log rows into the log records of
-// DESIGN §3 through logrecord.Tracker.
+// sessionReceiver is the session_event receiver: a thin adapter that builds
+// the configured transports — the HTTP source (http.go) and the file source
+// (files.go) — and starts and stops them. Each transport has its own next
+// consumer handle, its own obsreport, its own self-telemetry handle and its
+// own storage client, and turns physical session-log rows into the log
+// records of DESIGN §3 through logrecord.Tracker; they share nothing else.
 type sessionReceiver struct {
-	cfg  *Config
-	set  receiver.Settings
-	next consumer.Logs
-	obs  map[string]*receiverhelper.ObsReport
-	tel  *metadata.Telemetry
-	now  func() time.Time
-
-	attrHTTP, attrFile metric.MeasurementOption
-
-	// HTTP source.
-	srv       *http.Server
-	addr      net.Addr
-	maxBody   int64
-	dedup     *dedupStore
-	trackerMu sync.Mutex
-	tracker   *logrecord.Tracker
-
-	// File source.
-	tailer *tailer
-
-	clients []storage.Client
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	http  *httpSource // nil: not configured
+	files *fileSource // nil: not configured
+	tel   *metadata.Telemetry
 }
 
-func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs, obs map[string]*receiverhelper.ObsReport) (*sessionReceiver, error) {
-	r := &sessionReceiver{
-		cfg: cfg, set: set, next: next, obs: obs, now: time.Now,
-		attrHTTP: metric.WithAttributes(attribute.String("transport", transportHTTP)),
-		attrFile: metric.WithAttributes(attribute.String("transport", transportFile)),
-		dedup:    newDedupStore(defaultDedupSessions, set.Logger),
-		tracker:  logrecord.NewTracker(defaultDedupSessions),
+func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*sessionReceiver, error) {
+	r := &sessionReceiver{}
+	if hc := cfg.HTTP.Get(); hc != nil {
+		h, err := newHTTPSource(*hc, cfg.httpStorage(), cfg.MaxLineBytes, set, next)
+		if err != nil {
+			return nil, err
+		}
+		r.http = h
 	}
-	if f := cfg.Files.Get(); f != nil {
-		r.tailer = newTailer(r, *f)
+	if fc := cfg.Files.Get(); fc != nil {
+		f, err := newFileSource(*fc, cfg.MaxLineBytes, set, next)
+		if err != nil {
+			return nil, err
+		}
+		r.files = f
 	}
+	// The self-telemetry comes last: its gauges observe the transports.
 	tel, err := metadata.NewTelemetry(set.TelemetrySettings, metadata.Gauges{
-		FilesTracked: func() int64 {
-			if r.tailer == nil {
-				return 0
-			}
-			return r.tailer.tracked.Load()
-		},
-		DedupSessions: r.dedup.len,
+		FilesTracked:  r.files.filesTracked,
+		DedupSessions: r.http.dedupSessions,
 	})
 	if err != nil {
 		return nil, err
 	}
 	r.tel = tel
+	if r.http != nil {
+		r.http.tel = tel.ForTransport(metadata.TransportHTTP)
+	}
+	if r.files != nil {
+		r.files.tel = tel.ForTransport(metadata.TransportFile)
+	}
 	return r, nil
 }
 
-// Start starts the configured sources. It does not block: the server and
-// the tailer run in goroutines.
+// Start starts the configured transports. It does not block: the HTTP
+// server and the file poller run in goroutines.
 func (r *sessionReceiver) Start(ctx context.Context, host component.Host) error {
-	if r.cfg.HTTP.Get() != nil {
-		if id := r.cfg.httpStorage(); id != nil {
-			c, err := storageClient(ctx, host, *id, r.set.ID, "http")
-			if err != nil {
-				return err
-			}
-			r.clients = append(r.clients, c)
-			if err := r.dedup.load(ctx, c, r.restorePosition); err != nil {
-				return fmt.Errorf("session_event: load the dedup state: %w", err)
-			}
-		}
-	}
-	if r.tailer != nil {
-		client := storage.NewNopClient()
-		id := r.cfg.Files.Get().Storage
-		if id != nil {
-			c, err := storageClient(ctx, host, *id, r.set.ID, "files")
-			if err != nil {
-				return err
-			}
-			r.clients = append(r.clients, c)
-			client = c
-		}
-		if err := r.tailer.start(ctx, client, id != nil); err != nil {
+	if r.http != nil {
+		if err := r.http.start(ctx, host); err != nil {
 			return err
 		}
 	}
-	if err := r.startHTTP(ctx, host); err != nil {
-		return err
-	}
-	if r.tailer != nil {
-		runCtx, cancel := context.WithCancel(context.Background())
-		r.cancel = cancel
-		r.wg.Go(func() { r.tailer.run(runCtx) })
+	if r.files != nil {
+		if err := r.files.start(ctx, host); err != nil {
+			return err
+		}
 	}
 	return nil
 }
 
-// storageClient opens the receiver's client name on storage extension id.
-func storageClient(ctx context.Context, host component.Host, id, self component.ID, name string) (storage.Client, error) {
-	return storageclient.Open(ctx, host, id, component.KindReceiver, self, name, "session_event")
-}
-
-// Shutdown stops the HTTP server (letting requests in flight finish), then
-// the tailer (a batch being delivered is not checkpointed unless delivery
-// succeeded), then closes the storage clients. It is safe without Start.
+// Shutdown stops the HTTP source (letting requests in flight finish), then
+// the file source (a batch being delivered is not checkpointed unless
+// delivery succeeded); each closes its storage client. It is safe without
+// Start, and after a failed one.
 func (r *sessionReceiver) Shutdown(ctx context.Context) error {
 	var errs []error
-	if r.srv != nil {
-		if err := r.srv.Shutdown(ctx); err != nil {
-			errs = append(errs, err)
-		}
+	if r.http != nil {
+		errs = append(errs, r.http.shutdown(ctx))
 	}
-	if r.cancel != nil {
-		r.cancel()
+	if r.files != nil {
+		errs = append(errs, r.files.shutdown(ctx))
 	}
-	done := make(chan struct{})
-	go func() {
-		r.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		if r.tailer != nil {
-			r.tailer.close()
-		}
-	case <-ctx.Done():
-		errs = append(errs, ctx.Err())
-	}
-	for _, c := range r.clients {
-		if err := c.Close(ctx); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	r.clients = nil
-	if err := r.tel.Shutdown(); err != nil {
-		errs = append(errs, err)
-	}
+	errs = append(errs, r.tel.Shutdown())
 	return errors.Join(errs...)
+}
+
+// newObsReport is the obsreport of one transport. The file source is a
+// long-lived operation (its polls are not requests).
+func newObsReport(set receiver.Settings, transport string) (*receiverhelper.ObsReport, error) {
+	return receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{
+		ReceiverID:             set.ID,
+		Transport:              transport,
+		LongLivedCtx:           transport == metadata.TransportFile,
+		ReceiverCreateSettings: set,
+	})
+}
+
+// openStorage opens the client name of a transport on storage extension
+// id; with no id, a nop client that keeps nothing.
+func openStorage(ctx context.Context, host component.Host, id *component.ID, self component.ID, name string) (storage.Client, error) {
+	if id == nil {
+		return storage.NewNopClient(), nil
+	}
+	return storageclient.Open(ctx, host, *id, component.KindReceiver, self, name, "session_event")
 }

@@ -58,7 +58,7 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 		metric.WithDescription("Rows acknowledged as already accepted (same session, format version and seq) and not emitted again."))
 	errs = errors.Join(errs, err)
 	t.RowsRejected, err = m.Int64Counter(MetricRowsRejected, metric.WithUnit("{row}"),
-		metric.WithDescription("Rows refused (HTTP: the rows of a rejected request) or skipped (files: corrupt rows), by reason."))
+		metric.WithDescription("Rows refused (HTTP: the rows of a rejected request, at least one per request) or skipped (files: corrupt rows), by reason."))
 	errs = errors.Join(errs, err)
 	t.BytesRead, err = m.Int64Counter(MetricBytesRead, metric.WithUnit("By"),
 		metric.WithDescription("Input bytes read: decompressed HTTP request bodies, bytes read from session files."))

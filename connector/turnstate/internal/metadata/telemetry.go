@@ -1,0 +1,175 @@
+package metadata
+
+import (
+	"context"
+	"errors"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+// Metric names, spelled verbatim with the otelcol_ prefix, as
+// mdatagen-generated names are (collector-notes §10).
+const (
+	MetricTurnsOpen        = "otelcol_connector_turn_state_turns_open"
+	MetricSessionsOpen     = "otelcol_connector_turn_state_sessions_open"
+	MetricTurnsClosed      = "otelcol_connector_turn_state_turns_closed"
+	MetricTurnsDangling    = "otelcol_connector_turn_state_turns_dangling"
+	MetricLateEvents       = "otelcol_connector_turn_state_late_events"
+	MetricTurnsClosedLate  = "otelcol_connector_turn_state_turns_closed_late"
+	MetricEventsDropped    = "otelcol_connector_turn_state_events_dropped"
+	MetricGapsSkipped      = "otelcol_connector_turn_state_gaps_skipped"
+	MetricReorderOverflows = "otelcol_connector_turn_state_reorder_overflows"
+	MetricEmitFailures     = "otelcol_connector_turn_state_emit_failures"
+	MetricJournalFailures  = "otelcol_connector_turn_state_journal_write_failures"
+)
+
+// Values of events_dropped's reason attribute.
+const (
+	ReasonDuplicate  = "duplicate"   // a seq already applied or buffered
+	ReasonInvalid    = "invalid"     // a session record whose row could not be decoded
+	ReasonNotSession = "not_session" // a record that is no dsh session event
+	ReasonOrphan     = "orphan"      // a turn/step/model/tool event outside any open turn or step
+)
+
+// Values of emit_failures' signal attribute.
+const (
+	SignalTraces  = "traces"
+	SignalMetrics = "metrics"
+)
+
+// Telemetry holds the connector's own instruments, recorded through the
+// component's MeterProvider.
+type Telemetry struct {
+	// TurnsClosed counts turns closed, by a turn/end or as dangling.
+	TurnsClosed metric.Int64Counter
+	// LateEvents counts events that arrived for a turn already closed.
+	LateEvents metric.Int64Counter
+	// TurnsClosedLate counts turn/ends of turns already closed as dangling.
+	TurnsClosedLate metric.Int64Counter
+	// GapsSkipped counts missing seqs given up on.
+	GapsSkipped metric.Int64Counter
+	// ReorderOverflows counts reorder windows that filled up.
+	ReorderOverflows metric.Int64Counter
+	// JournalFailures counts journal writes the storage extension failed.
+	JournalFailures metric.Int64Counter
+
+	// The counters with an attribute are recorded through AddDangling,
+	// AddDropped and AddEmitFailure, which reuse one attribute set per value.
+	turnsDangling metric.Int64Counter
+	eventsDropped metric.Int64Counter
+	emitFailures  metric.Int64Counter
+	byReason      map[string]metric.AddOption
+	bySignal      map[string]metric.AddOption
+
+	turnsOpen       metric.Int64ObservableGauge
+	sessionsOpen    metric.Int64ObservableGauge
+	registration    metric.Registration
+	hasRegistration bool
+}
+
+// Gauges are the callbacks behind the asynchronous gauges. They are called
+// on the telemetry's collection goroutine, so they must not wait for the
+// component's locks.
+type Gauges struct {
+	// TurnsOpen is the number of turns open now.
+	TurnsOpen func() int64
+	// SessionsOpen is the number of sessions remembered now.
+	SessionsOpen func() int64
+}
+
+// NewTelemetry creates the instruments from the component's MeterProvider.
+func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error) {
+	m := set.MeterProvider.Meter(ScopeName)
+	t := &Telemetry{byReason: map[string]metric.AddOption{}, bySignal: map[string]metric.AddOption{}}
+	for _, r := range []string{ReasonDuplicate, ReasonInvalid, ReasonNotSession, ReasonOrphan} {
+		t.byReason[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r)))
+	}
+	for _, s := range []string{SignalTraces, SignalMetrics} {
+		t.bySignal[s] = metric.WithAttributeSet(attribute.NewSet(attribute.String("signal", s)))
+	}
+	var errs, err error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = errors.Join(errs, err)
+		return c
+	}
+	t.TurnsClosed = counter(MetricTurnsClosed, "{turn}", "Turns closed, by a turn/end or as dangling.")
+	t.turnsDangling = counter(MetricTurnsDangling, "{turn}",
+		"Turns closed without their turn/end, by cause (timeout, evicted, shutdown, superseded).")
+	t.LateEvents = counter(MetricLateEvents, "{event}", "Events that arrived for a turn already closed; counted, not re-emitted.")
+	t.TurnsClosedLate = counter(MetricTurnsClosedLate, "{turn}",
+		"Turns closed as dangling whose turn/end came later; each emits one late-close span in the turn's trace.")
+	t.eventsDropped = counter(MetricEventsDropped, "{event}",
+		"Records or events not mapped, by reason (duplicate, invalid, not_session, orphan).")
+	t.GapsSkipped = counter(MetricGapsSkipped, "{gap}", "Missing seqs given up on after gap_timeout or a reorder-window overflow.")
+	t.ReorderOverflows = counter(MetricReorderOverflows, "{overflow}",
+		"Times a session's reorder window filled up while a seq was missing, so the gap was skipped at once.")
+	t.emitFailures = counter(MetricEmitFailures, "{batch}",
+		"Batches the next consumer refused, by signal (traces, metrics); counted, not retried.")
+	t.JournalFailures = counter(MetricJournalFailures, "{write}",
+		"Journal writes the storage extension failed; a failed batch is refused, so its sender retries it.")
+	t.turnsOpen, err = m.Int64ObservableGauge(MetricTurnsOpen, metric.WithUnit("{turn}"),
+		metric.WithDescription("Turns open now."))
+	errs = errors.Join(errs, err)
+	t.sessionsOpen, err = m.Int64ObservableGauge(MetricSessionsOpen, metric.WithUnit("{session}"),
+		metric.WithDescription("Sessions remembered now (bounded by max_sessions)."))
+	errs = errors.Join(errs, err)
+	if errs != nil {
+		return nil, errs
+	}
+	t.registration, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		if g.TurnsOpen != nil {
+			o.ObserveInt64(t.turnsOpen, g.TurnsOpen())
+		}
+		if g.SessionsOpen != nil {
+			o.ObserveInt64(t.sessionsOpen, g.SessionsOpen())
+		}
+		return nil
+	}, t.turnsOpen, t.sessionsOpen)
+	if err != nil {
+		return nil, err
+	}
+	t.hasRegistration = true
+	return t, nil
+}
+
+// AddDangling counts n turns closed as dangling for cause.
+func (t *Telemetry) AddDangling(ctx context.Context, cause string, n int64) {
+	if n > 0 {
+		t.turnsDangling.Add(ctx, n, metric.WithAttributeSet(attribute.NewSet(attribute.String("cause", cause))))
+	}
+}
+
+// AddDropped counts n records or events not mapped for reason, one of the
+// Reason values.
+func (t *Telemetry) AddDropped(ctx context.Context, reason string, n int64) {
+	if n <= 0 {
+		return
+	}
+	opt, ok := t.byReason[reason]
+	if !ok {
+		opt = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", reason)))
+	}
+	t.eventsDropped.Add(ctx, n, opt)
+}
+
+// AddEmitFailure counts one batch of signal (SignalTraces, SignalMetrics)
+// the next consumer refused.
+func (t *Telemetry) AddEmitFailure(ctx context.Context, signal string) {
+	opt, ok := t.bySignal[signal]
+	if !ok {
+		opt = metric.WithAttributeSet(attribute.NewSet(attribute.String("signal", signal)))
+	}
+	t.emitFailures.Add(ctx, 1, opt)
+}
+
+// Shutdown unregisters the gauge callbacks.
+func (t *Telemetry) Shutdown() error {
+	if t == nil || !t.hasRegistration {
+		return nil
+	}
+	t.hasRegistration = false
+	return t.registration.Unregister()
+}

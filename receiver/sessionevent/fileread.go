@@ -1,0 +1,514 @@
+package sessionevent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"maps"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.uber.org/zap"
+
+	"github.com/dshtrace/dshtrace/internal/logrecord"
+	"github.com/dshtrace/dshtrace/internal/zstdframe"
+	"github.com/dshtrace/dshtrace/sessionlog"
+)
+
+// Reading one tailed file: what it gained since the last poll is cut into
+// rows (plain: at newlines; zstd: frame by frame), each row is judged
+// against the file's pending checkpoint and batched, and each batch is
+// delivered before its checkpoint is committed (flush).
+
+// read reads what a file gained since the last poll and delivers it. An
+// unchanged file costs one stat.
+func (t *fileSource) read(ctx context.Context, tf *tailedFile) {
+	now := time.Now()
+	if now.Before(tf.retryAt) {
+		return
+	}
+	fi, err := os.Stat(tf.path)
+	if err != nil {
+		return // gone or unreadable: dropped or retried by the next poll
+	}
+	size, id := fi.Size(), fileID(fi)
+	if tf.cp.ID != "" && id != "" && id != tf.cp.ID || size < tf.cp.Offset || tf.live != nil && size < tf.live.pos {
+		t.restart(tf, size)
+	}
+	tf.cp.ID = id
+	if tf.dead {
+		return
+	}
+	if size == tf.seenSize || tf.live == nil && size == tf.cp.Offset {
+		if tf.live != nil && now.Sub(tf.lastGrowth) > idleEvict {
+			tf.live = nil // rebuilt by re-reading when the file grows again
+		}
+		return
+	}
+	f, err := os.Open(tf.path)
+	if err != nil {
+		t.logger.Debug("Cannot open a session file", zap.String("file", tf.path), zap.Error(err))
+		return
+	}
+	defer f.Close()
+	if n := int64(len(tf.cp.Tail)); n > 0 && tf.cp.Offset >= n {
+		// Other bytes before the checkpoint: rewritten in place.
+		got := make([]byte, n)
+		if _, err := f.ReadAt(got, tf.cp.Offset-n); err != nil || !bytes.Equal(got, tf.cp.Tail) {
+			t.restart(tf, size)
+		}
+	}
+	tf.seenSize, tf.lastGrowth = size, now
+	if tf.live == nil {
+		tf.live = &liveState{
+			dec:         sessionlog.NewRowDecoder(t.maxLine, 0),
+			tracker:     logrecord.NewTracker(16),
+			replayUntil: tf.cp.Offset,
+			pending:     tf.cp.clone(),
+			scratch:     plog.NewLogRecordSlice(),
+		}
+	}
+	var readErr error
+	if tf.zstd {
+		readErr = t.readZstd(ctx, tf, f, size)
+	} else {
+		readErr = t.readPlain(ctx, tf, f, size)
+	}
+	if readErr != nil {
+		// Delivery refused (or shutting down): nothing was committed. The
+		// reader is rebuilt from the checkpoint on the next try.
+		tf.live, tf.seenSize = nil, -1
+		if ctx.Err() == nil {
+			tf.backoff = min(max(2*tf.backoff, t.cfg.PollInterval), maxBackoff)
+			tf.retryAt = time.Now().Add(tf.backoff)
+			t.logger.Warn("Delivery refused; will retry", zap.String("file", tf.path), zap.Duration("backoff", tf.backoff), zap.Error(readErr))
+		}
+		return
+	}
+	tf.backoff = 0
+}
+
+// restart makes a file that is no longer the one its checkpoint describes
+// — shorter than what was read, another inode, other bytes before the
+// offset — be read again from its start; rows up to the highest seq
+// already emitted are dropped as duplicates.
+func (t *fileSource) restart(tf *tailedFile, size int64) {
+	t.logger.Info("Session file was truncated or rewritten; reading it again from the start (rows already delivered are dropped by seq)",
+		zap.String("file", tf.path), zap.Int64("size", size), zap.Int64("offset", tf.cp.Offset))
+	tf.cp.Offset, tf.cp.Tail = 0, nil
+	tf.live, tf.dead, tf.seenSize = nil, false, -1
+}
+
+// fileBatch is the records of one delivery.
+type fileBatch struct {
+	ld    plog.Logs
+	lrs   map[string]plog.LogRecordSlice
+	n     int
+	bytes int
+	dups  int
+}
+
+func newFileBatch() *fileBatch {
+	return &fileBatch{ld: plog.NewLogs(), lrs: map[string]plog.LogRecordSlice{}}
+}
+
+func (b *fileBatch) full() bool { return b.n >= batchRows || b.bytes >= batchBytes }
+
+// errRefused: the next consumer refused a batch with a retryable error.
+var errRefused = errors.New("delivery refused")
+
+// readPlain reads complete lines from live.pos to size.
+func (t *fileSource) readPlain(ctx context.Context, tf *tailedFile, f *os.File, size int64) error {
+	live := tf.live
+	br := bufio.NewReaderSize(io.NewSectionReader(f, live.pos, size-live.pos), 256<<10)
+	batch := newFileBatch()
+	committed := live.pos // the last line boundary
+	var acc []byte
+	for {
+		frag, err := br.ReadSlice('\n')
+		if len(frag) > 0 && (err == nil || errors.Is(err, bufio.ErrBufferFull)) {
+			live.pos += int64(len(frag))
+			if !live.skipping {
+				acc = append(acc, frag...)
+				if len(acc) > t.maxLine+1 {
+					live.skipping, acc = true, nil
+					live.line++
+					if live.pos > live.replayUntil {
+						t.reject(ctx, tf, live.line, -1, sessionlog.CodeRowTooLong, "row exceeds max_line_bytes; skipped")
+					}
+				}
+			}
+			if err == nil { // a newline
+				if live.skipping {
+					live.skipping = false
+				} else {
+					line := bytes.Clone(acc[:len(acc)-1])
+					acc = acc[:0]
+					live.line++
+					if stop := t.handleRow(ctx, tf, line, live.pos <= live.replayUntil, batch); stop {
+						return t.flush(ctx, tf, f, batch, committed)
+					}
+				}
+				committed = live.pos
+				if batch.full() {
+					if err := t.flush(ctx, tf, f, batch, committed); err != nil {
+						return err
+					}
+					batch = newFileBatch()
+				}
+			}
+			continue
+		}
+		// EOF (or a read error): the unterminated rest waits for its newline.
+		if !live.skipping {
+			live.pos -= int64(len(acc))
+		}
+		break
+	}
+	return t.flush(ctx, tf, f, batch, committed)
+}
+
+// readZstd decodes complete frames from live.pos to size; an incomplete
+// last frame waits. Batches are flushed only at frame boundaries no row
+// continues past.
+func (t *fileSource) readZstd(ctx context.Context, tf *tailedFile, f *os.File, size int64) error {
+	live := tf.live
+	batch := newFileBatch()
+	for live.pos < size && ctx.Err() == nil {
+		n, complete, err := zstdframe.Size(f, live.pos, size)
+		if err != nil {
+			if !t.skipGarbage(ctx, tf, f, size, err) {
+				break // wait: more bytes may bring the next frame
+			}
+			continue
+		}
+		if !complete {
+			break // the frame being written (or a torn tail): wait for the rest
+		}
+		frame := make([]byte, n)
+		if _, err := f.ReadAt(frame, live.pos); err != nil {
+			break // retried next poll
+		}
+		start := live.pos
+		live.pos += n
+		replay := live.pos <= live.replayUntil
+		data, err := t.zd.DecodeAll(frame, nil)
+		if err != nil {
+			if !replay {
+				t.reject(ctx, tf, live.line+1, -1, "CORRUPT_ZSTD", "undecodable zstd frame at offset "+strconv.FormatInt(start, 10)+": "+err.Error())
+			}
+			continue
+		}
+		if len(live.carry) == 0 && !live.skipping {
+			live.carryFrom = start
+		}
+		if stop := t.frameRows(ctx, tf, data, replay, batch); stop {
+			return t.flush(ctx, tf, f, batch, boundary(live))
+		}
+		if len(live.carry) == 0 && !live.skipping && batch.full() {
+			if err := t.flush(ctx, tf, f, batch, live.pos); err != nil {
+				return err
+			}
+			batch = newFileBatch()
+		}
+	}
+	return t.flush(ctx, tf, f, batch, boundary(live))
+}
+
+// skipGarbage passes over undecodable bytes at live.pos (cause: why no
+// frame starts there): they are reported once per offset (not while
+// replaying), and live.pos moves to the next frame magic. It returns false,
+// leaving live.pos, when no magic follows yet.
+func (t *fileSource) skipGarbage(ctx context.Context, tf *tailedFile, f *os.File, size int64, cause error) bool {
+	live := tf.live
+	next, found := nextFrame(f, live.pos+1, size)
+	if tf.garbageAt != live.pos {
+		tf.garbageAt = live.pos
+		if live.pos >= live.replayUntil {
+			t.reject(ctx, tf, live.line+1, -1, "CORRUPT_ZSTD", "undecodable bytes at offset "+strconv.FormatInt(live.pos, 10)+": "+cause.Error())
+		}
+	}
+	if !found {
+		return false
+	}
+	live.pos = next
+	return true
+}
+
+// frameRows cuts one decoded frame into rows and hands each to handleRow.
+// A row that continues past the frame is carried into the next one
+// (live.carry); a row longer than max_line_bytes is counted once and
+// skipped up to its newline, however many frames it spans. stop is
+// handleRow's: the file cannot be read on.
+func (t *fileSource) frameRows(ctx context.Context, tf *tailedFile, data []byte, replay bool, batch *fileBatch) (stop bool) {
+	live := tf.live
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			if !live.skipping {
+				live.carry = append(live.carry, data...)
+				if len(live.carry) > t.maxLine {
+					live.skipping, live.carry = true, nil
+					live.line++
+					if !replay {
+						t.reject(ctx, tf, live.line, -1, sessionlog.CodeRowTooLong, "row exceeds max_line_bytes; skipped")
+					}
+				}
+			}
+			return false
+		}
+		seg := data[:i]
+		data = data[i+1:]
+		if live.skipping {
+			live.skipping = false
+			continue
+		}
+		line := append(live.carry, seg...)
+		live.carry = nil
+		if len(line) > t.maxLine {
+			live.line++
+			if !replay {
+				t.reject(ctx, tf, live.line, -1, sessionlog.CodeRowTooLong, "row exceeds max_line_bytes; skipped")
+			}
+			continue
+		}
+		live.line++
+		if t.handleRow(ctx, tf, bytes.Clone(line), replay, batch) {
+			return true
+		}
+	}
+	return false
+}
+
+// boundary is the offset a zstd checkpoint may take: after the last frame,
+// unless a row continues past it (then the start of the frame it began in:
+// re-read rows are dropped by seq).
+func boundary(live *liveState) int64 {
+	if len(live.carry) > 0 || live.skipping {
+		return live.carryFrom
+	}
+	return live.pos
+}
+
+// nextFrame finds the next zstd frame magic at or after off.
+func nextFrame(f *os.File, off, size int64) (int64, bool) {
+	buf := make([]byte, 64<<10)
+	for off < size {
+		n, _ := f.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		if n == 0 {
+			break
+		}
+		if i := bytes.Index(buf[:n], zstdMagic); i >= 0 {
+			return off + int64(i), true
+		}
+		if n < len(zstdMagic) {
+			break
+		}
+		off += int64(n - len(zstdMagic) + 1)
+	}
+	return 0, false
+}
+
+// handleRow decodes one row and adds its record to the batch, unless it
+// was delivered before (replay, or a seq already emitted) or is corrupt.
+// stop is true when the file cannot be read on (unsupported version).
+func (t *fileSource) handleRow(ctx context.Context, tf *tailedFile, b []byte, replay bool, batch *fileBatch) (stop bool) {
+	live := tf.live
+	if len(bytes.TrimSpace(b)) == 0 {
+		return false
+	}
+	row, err := live.dec.Decode(b, live.line)
+	if err != nil {
+		if !replay {
+			var uv *sessionlog.UnsupportedVersionError
+			reason := "UNSUPPORTED_VERSION"
+			if !errors.As(err, &uv) {
+				reason = "INVALID"
+			}
+			t.reject(ctx, tf, live.line, -1, reason, err.Error()+"; the file is not read on")
+		}
+		tf.dead = true
+		return true
+	}
+	switch row.Kind {
+	case sessionlog.RowOther:
+	case sessionlog.RowInvalid:
+		if !replay {
+			v := sessionlog.Violation{Line: live.line, Seq: -1, Code: "INVALID", Message: "undecodable row"}
+			if len(row.Problems) > 0 {
+				v = row.Problems[0]
+			}
+			t.reject(ctx, tf, v.Line, v.Seq, v.Code, v.Message)
+		}
+	case sessionlog.RowHeader:
+		t.handleHeader(ctx, tf, row, replay, batch)
+	default:
+		t.handleEvent(tf, row, replay, batch)
+	}
+	return false
+}
+
+// handleHeader emits the file's header row once: a misplaced header is
+// rejected, a header emitted before (or replayed) only moves the tracker.
+// The first header names the session of the file's bare rows.
+func (t *fileSource) handleHeader(ctx context.Context, tf *tailedFile, row *sessionlog.Row, replay bool, batch *fileBatch) {
+	live, p := tf.live, &tf.live.pending
+	for _, v := range row.Problems {
+		if v.Code == sessionlog.CodeHeaderMisplaced {
+			if !replay {
+				t.reject(ctx, tf, v.Line, v.Seq, v.Code, v.Message)
+			}
+			return
+		}
+	}
+	if p.Session == "" {
+		p.Session = row.Header.ID
+		if p.Session == "" {
+			p.Session = dirSession(tf.path)
+		}
+	}
+	f := live.dec.Format()
+	if replay || p.Header {
+		live.follow(p.Session, row, f)
+		if !replay {
+			batch.dups++
+		}
+		return
+	}
+	p.Header = true
+	t.emit(tf, row, p.Session, f, batch)
+}
+
+// handleEvent emits an event or packed row whose seqs go past the highest
+// seq emitted for its session; an older one (or a replayed one) only moves
+// the tracker and counts as a duplicate. Either way the pending
+// checkpoint's high-water mark covers it.
+func (t *fileSource) handleEvent(tf *tailedFile, row *sessionlog.Row, replay bool, batch *fileBatch) {
+	live, p := tf.live, &tf.live.pending
+	f := live.dec.Format()
+	session := row.SessionID
+	if row.Wrapper == sessionlog.WrapNone || session == "" {
+		if p.Session == "" {
+			p.Session = dirSession(tf.path)
+		}
+		session = p.Session
+	}
+	first, last := firstSeq(row), lastSeq(row)
+	hwm, seen := p.HWM[session]
+	if replay || seen && first <= hwm {
+		live.follow(session, row, f)
+		if !replay {
+			batch.dups++
+		}
+		if !seen || last > hwm {
+			t.setHWM(p, session, last)
+		}
+		return
+	}
+	t.setHWM(p, session, last)
+	t.emit(tf, row, session, f, batch)
+}
+
+// follow moves the tracker past a row that is not emitted again.
+func (l *liveState) follow(session string, row *sessionlog.Row, f sessionlog.Format) {
+	if l.scratch.Len() >= 64 {
+		l.scratch = plog.NewLogRecordSlice()
+	}
+	l.tracker.Append(l.scratch, session, row, f, time.Time{})
+}
+
+func (t *fileSource) setHWM(p *checkpoint, session string, seq int64) {
+	if p.HWM == nil {
+		p.HWM = map[string]int64{}
+	}
+	if cur, ok := p.HWM[session]; !ok || seq > cur {
+		p.HWM[session] = seq
+	}
+}
+
+func (t *fileSource) emit(tf *tailedFile, row *sessionlog.Row, session string, f sessionlog.Format, batch *fileBatch) {
+	lrs, ok := batch.lrs[session]
+	if !ok {
+		lrs = logrecord.NewResourceLogs(batch.ld, session, nil)
+		batch.lrs[session] = lrs
+	}
+	tf.live.tracker.Append(lrs, session, row, f, t.now())
+	batch.n++
+	batch.bytes += len(row.Bytes)
+	if len(row.Problems) > 0 {
+		v := row.Problems[0]
+		t.logger.Debug("Session row with a violation delivered as is", zap.String("file", tf.path),
+			zap.Int("line", v.Line), zap.Int64("seq", v.Seq), zap.String("code", v.Code), zap.String("message", v.Message))
+	}
+}
+
+// reject logs and counts a row the file source skips.
+func (t *fileSource) reject(ctx context.Context, tf *tailedFile, line int, seq int64, code, msg string) {
+	t.logger.Warn("Skipping a corrupt session row", zap.String("file", tf.path), zap.Int("line", line),
+		zap.Int64("seq", seq), zap.String("code", code), zap.String("message", msg))
+	t.tel.RowsRejected(ctx, 1, strings.ToLower(code))
+}
+
+// flush delivers the batch and, once it was accepted, commits the
+// checkpoint at offset. A retryable refusal commits nothing and returns
+// errRefused; a permanent one is logged and counted, and the rows are
+// passed over (retrying could never succeed).
+func (t *fileSource) flush(ctx context.Context, tf *tailedFile, f *os.File, batch *fileBatch, offset int64) error {
+	live := tf.live
+	if batch.n > 0 {
+		opCtx := t.obs.StartLogsOp(ctx)
+		err := t.next.ConsumeLogs(opCtx, batch.ld)
+		t.obs.EndLogsOp(opCtx, "jsonl", batch.n, err)
+		switch {
+		case err == nil:
+			t.tel.RowsAccepted(ctx, int64(batch.n))
+		case consumererror.IsPermanent(err):
+			t.logger.Error("The pipeline refused session rows permanently; they are skipped", zap.String("file", tf.path),
+				zap.Int("rows", batch.n), zap.Error(err))
+			t.tel.RowsRejected(ctx, int64(batch.n), "downstream_permanent")
+		default:
+			return errors.Join(errRefused, err)
+		}
+	}
+	if batch.dups > 0 {
+		t.tel.RowsDuplicate(ctx, int64(batch.dups))
+		batch.dups = 0
+	}
+	if offset <= tf.cp.Offset && batch.n == 0 && sameCheckpoint(tf.cp, live.pending) {
+		return nil
+	}
+	cp := live.pending.clone()
+	cp.Offset = max(offset, tf.cp.Offset)
+	cp.ID = tf.cp.ID
+	cp.Tail = nil
+	if k := min(int64(tailBytes), cp.Offset); k > 0 {
+		tail := make([]byte, k)
+		if _, err := f.ReadAt(tail, cp.Offset-k); err == nil {
+			cp.Tail = tail
+		}
+	}
+	t.tel.BytesRead(ctx, cp.Offset-tf.cp.Offset)
+	tf.cp = cp
+	if !t.persist {
+		return nil
+	}
+	b, err := json.Marshal(cp)
+	if err == nil {
+		err = t.client.Set(ctx, checkpointPrefix+tf.path, b)
+	}
+	if err != nil {
+		t.logger.Warn("Could not store a checkpoint; a restart may deliver these rows again", zap.String("file", tf.path), zap.Error(err))
+	}
+	return nil
+}
+
+func sameCheckpoint(a, b checkpoint) bool {
+	return a.Session == b.Session && a.Header == b.Header && maps.Equal(a.HWM, b.HWM)
+}

@@ -1,0 +1,269 @@
+package sessionevent
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.uber.org/zap"
+
+	"github.com/dshtrace/dshtrace/internal/logrecord"
+	"github.com/dshtrace/dshtrace/sessionlog"
+)
+
+// The HTTP source's path from a judged request body (body.go) to records
+// delivered and remembered.
+
+// ingest delivers a judged request, in five steps:
+//
+//  1. openSessions: the dedup state of every session of the request, and
+//     the record tracker put at the position stored with it;
+//  2. build: the rows not accepted before become records (the others are
+//     counted as duplicates), the tracker advancing over them;
+//  3. deliver: the records go to the next consumer in one call;
+//  4. on a refusal, rollback: the tracker goes back to where it was, and
+//     nothing of the request is remembered (a retry is judged afresh);
+//  5. on success, commit: the rows are remembered as accepted, and the
+//     state is written through to the storage extension.
+//
+// The sessions' stripe locks are held throughout, so two requests for one
+// session are ingested one after the other and each row is emitted once.
+func (h *httpSource) ingest(ctx context.Context, pb *parsedBody) (accepted, dups int, err error) {
+	unlock := h.dedup.lockSessions(pb.ids())
+	defer unlock()
+	states := h.openSessions(ctx, pb)
+	d := h.build(pb, states)
+	if err := h.deliver(ctx, d); err != nil {
+		h.rollback(d)
+		return 0, 0, refusal(err)
+	}
+	h.commit(ctx, d)
+	return d.accepted, d.dups, nil
+}
+
+// delivery is one request between build and commit: the records to
+// deliver and what to remember once they are delivered.
+type delivery struct {
+	ld plog.Logs
+	// accepted counts the records in ld, dups the rows known already.
+	accepted, dups int
+	// states are the dedup states of the request's sessions, in order.
+	states []*sessionState
+	// marks are the seqs (and headers) to remember as accepted.
+	marks []mark
+	// adopted are the sessions whose header adopts the rows accepted
+	// before under unknownVersion.
+	adopted []adoption
+	// saved are the tracker positions before the request, for rollback.
+	saved map[string]logrecord.Position
+}
+
+// mark is one delivered row to remember: [a, b] of a session's format
+// version, or (header) its header.
+type mark struct {
+	st      *sessionState
+	version int
+	a, b    int64
+	header  bool
+}
+
+// adoption: a session's first header makes the rows posted before it,
+// keyed by unknownVersion, rows of its version.
+type adoption struct {
+	st      *sessionState
+	version int
+}
+
+// openSessions returns the dedup state of each session of the request (in
+// pb.sessions order), loading or creating it. It guarantees that the
+// tracker's position for each is the one stored with its state (for a
+// state loaded now from storage) or the tracker's own, and that sessions
+// evicted to make room have no tracker position left.
+func (h *httpSource) openSessions(ctx context.Context, pb *parsedBody) []*sessionState {
+	states := make([]*sessionState, 0, len(pb.sessions))
+	for _, s := range pb.sessions {
+		st, loaded, evicted := h.dedup.session(ctx, s.id)
+		states = append(states, st)
+		h.trackerMu.Lock()
+		for _, id := range evicted {
+			h.tracker.Restore(id, logrecord.Position{})
+		}
+		if !loaded.IsZero() {
+			h.tracker.Restore(s.id, loaded)
+		}
+		h.trackerMu.Unlock()
+	}
+	return states
+}
+
+// build turns the rows of the request not accepted before into records,
+// in order, header first per session. It changes no dedup state: what
+// was accepted is recorded in the delivery's marks, applied by commit.
+// The tracker advances over the new rows; the positions it had before are
+// saved in the delivery for rollback.
+func (h *httpSource) build(pb *parsedBody, states []*sessionState) *delivery {
+	d := &delivery{ld: plog.NewLogs(), states: states, saved: make(map[string]logrecord.Position, len(pb.sessions))}
+	now := h.now()
+	h.trackerMu.Lock()
+	defer h.trackerMu.Unlock()
+	for i, s := range pb.sessions {
+		d.saved[s.id] = h.tracker.Save(s.id)
+		h.buildSession(d, s, states[i], now)
+	}
+	return d
+}
+
+// buildSession adds one session's new rows to d.
+func (h *httpSource) buildSession(d *delivery, s *parsedSession, st *sessionState, now time.Time) {
+	f := s.dec.Format()
+	k := knownRows(st, s.header != nil, f.Version)
+	if k.adopt {
+		d.adopted = append(d.adopted, adoption{st, k.version})
+	}
+	var lrs plog.LogRecordSlice
+	hasLRS := false
+	appendRow := func(row *sessionlog.Row) {
+		if !hasLRS {
+			lrs, hasLRS = logrecord.NewResourceLogs(d.ld, s.id, nil), true
+		}
+		h.tracker.Append(lrs, s.id, row, f, now)
+		d.accepted++
+	}
+	if s.header != nil {
+		if k.header() {
+			d.dups++
+		} else {
+			appendRow(s.header)
+		}
+		d.marks = append(d.marks, mark{st: st, version: k.version, header: true})
+	}
+	d.dups += s.dups
+	for _, row := range s.rows {
+		a, b := firstSeq(row), lastSeq(row)
+		if k.contains(a, b) {
+			d.dups++
+			continue
+		}
+		appendRow(row)
+		d.marks = append(d.marks, mark{st: st, version: k.version, a: a, b: b})
+	}
+}
+
+// known is what a session's dedup state says was accepted of the format
+// version a request's rows are keyed by.
+type known struct {
+	// version keys the rows: the request's header version, else the
+	// version remembered for the session (unknownVersion: none yet).
+	version int
+	gen     *seqSet // nil: nothing accepted under version
+	// adopt: the request brings the session's first header, so the rows
+	// accepted before under unknownVersion (prior) count as its version's.
+	adopt bool
+	prior *seqSet
+}
+
+func knownRows(st *sessionState, hasHeader bool, headerVersion int) known {
+	k := known{version: st.version()}
+	if hasHeader {
+		k.version = headerVersion
+		k.adopt = st.version() == unknownVersion && st.gens[unknownVersion] != nil
+	}
+	k.gen = st.gens[k.version]
+	if k.adopt {
+		k.prior = st.gens[unknownVersion]
+	}
+	return k
+}
+
+// header reports whether the header row was accepted before.
+func (k known) header() bool {
+	return k.gen != nil && k.gen.Header || k.adopt && k.prior.Header
+}
+
+// contains reports whether every seq of [a, b] was accepted before.
+func (k known) contains(a, b int64) bool {
+	return k.gen != nil && k.gen.contains(a, b) || k.adopt && k.prior.contains(a, b)
+}
+
+// deliver hands the records to the next consumer in one call, measured by
+// obsreport. A request with no new row delivers nothing and succeeds.
+func (h *httpSource) deliver(ctx context.Context, d *delivery) error {
+	if d.accepted == 0 {
+		return nil
+	}
+	opCtx := h.obs.StartLogsOp(ctx)
+	err := h.next.ConsumeLogs(opCtx, d.ld)
+	h.obs.EndLogsOp(opCtx, "jsonl", d.accepted, err)
+	return err
+}
+
+// rollback undoes build after a refused delivery: the tracker goes back to
+// the saved positions. The dedup state was not changed.
+func (h *httpSource) rollback(d *delivery) {
+	h.trackerMu.Lock()
+	defer h.trackerMu.Unlock()
+	for id, p := range d.saved {
+		h.tracker.Restore(id, p)
+	}
+}
+
+// refusal is what the client is told of a refused delivery: 400 when the
+// pipeline refused permanently, else 503 (retry the same request).
+func refusal(err error) *reqError {
+	if consumererror.IsPermanent(err) {
+		return &reqError{status: http.StatusBadRequest, seq: -1, reason: "downstream_permanent",
+			msg: "the pipeline refused the rows permanently: " + err.Error()}
+	}
+	return &reqError{status: http.StatusServiceUnavailable, seq: -1, reason: "downstream_retryable",
+		msg: "the pipeline cannot take the rows now, retry later: " + err.Error()}
+}
+
+// commit remembers a delivered request: adopted unknown-version rows move
+// under their header's version, every delivered seq and header is marked
+// accepted, and the sessions' states (with their tracker positions) are
+// written to the storage extension. A failed write is logged, not
+// returned: the rows are delivered already.
+func (h *httpSource) commit(ctx context.Context, d *delivery) {
+	var abandoned int64
+	for _, a := range d.adopted {
+		if prior := a.st.gens[unknownVersion]; prior != nil {
+			abandoned += a.st.gen(a.version).merge(prior)
+			delete(a.st.gens, unknownVersion)
+		}
+	}
+	for _, m := range d.marks {
+		g := m.st.gen(m.version)
+		if m.header {
+			g.Header = true
+			m.st.current.Store(int64(max(m.st.version(), m.version)))
+			continue
+		}
+		abandoned += g.add(m.a, m.b)
+	}
+	if abandoned > 0 {
+		h.set.Logger.Debug("Dedup state full: gave up waiting for missing seqs", zap.Int64("seqs", abandoned))
+	}
+	if d.accepted == 0 && len(d.marks) == 0 {
+		return // nothing changed
+	}
+	// Not cancelled with the request: the rows are delivered, their state
+	// must be written even if the client went away.
+	if err := h.dedup.persist(context.WithoutCancel(ctx), d.states, h.savePosition); err != nil {
+		// Delivered already; only a restart could now emit these rows again.
+		h.set.Logger.Warn("Could not persist the dedup state", zap.Error(err))
+	}
+}
+
+func (h *httpSource) restorePosition(id string, p logrecord.Position) {
+	h.trackerMu.Lock()
+	defer h.trackerMu.Unlock()
+	h.tracker.Restore(id, p)
+}
+
+func (h *httpSource) savePosition(id string) logrecord.Position {
+	h.trackerMu.Lock()
+	defer h.trackerMu.Unlock()
+	return h.tracker.Save(id)
+}
