@@ -66,9 +66,9 @@ type core struct {
 	// writes are made under drainMu (journal.go).
 	journal *journal
 
-	// The gauges' values, kept current by record so the telemetry callback
-	// never takes mu.
-	open, sessions atomic.Int64
+	// The gauges' values, kept current by record (and lag by writeJournal)
+	// so the telemetry callback never takes mu.
+	open, sessions, lag atomic.Int64
 
 	startOnce, stopOnce sync.Once
 	startErr            error // start's result (written once, in startOnce)
@@ -91,6 +91,7 @@ func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core
 	tel, err := metadata.NewTelemetry(set.TelemetrySettings, metadata.Gauges{
 		TurnsOpen:    c.open.Load,
 		SessionsOpen: c.sessions.Load,
+		JournalLag:   c.lag.Load,
 	})
 	if err != nil {
 		return nil, err
@@ -188,7 +189,9 @@ func (c *core) consume(ctx context.Context, ld plog.Logs) error {
 		if c.journal != nil {
 			keep = map[string]*kept{}
 		}
-		for _, input := range c.read(ctx, ld, now, keep, false) {
+		inputs := c.read(ctx, ld, now, keep, false)
+		c.tel.Redelivered.Add(ctx, c.journal.redelivered(inputs))
+		for _, input := range inputs {
 			c.engine.Ingest(input, now)
 		}
 		return keep

@@ -59,6 +59,20 @@ type journal struct {
 	client   storage.Client
 	sessions map[string]*journalEntry
 	buckets  [journalBuckets]map[string]struct{}
+
+	// Guarded by drainMu (every update and write is made in a pass):
+	// touched are the sessions the pending write (the last update's
+	// operations) brings up to date; behind those whose last write failed,
+	// rewritten in full by the next update. The core's lag mirrors
+	// len(behind) for the journal_lag gauge.
+	touched []string
+	behind  map[string]struct{}
+
+	// resumed is, per session restored at start, the first seq the journal
+	// had not applied (its Mark's Next): events below it delivered again
+	// after the restart are redeliveries. A session leaves it with its
+	// first event at or past that seq. Guarded by mu.
+	resumed map[string]int64
 }
 
 const journalBuckets = 64
@@ -109,7 +123,7 @@ func openJournal(ctx context.Context, host component.Host, id, self component.ID
 	if err != nil {
 		return nil, err
 	}
-	j := &journal{client: client, sessions: map[string]*journalEntry{}}
+	j := &journal{client: client, sessions: map[string]*journalEntry{}, behind: map[string]struct{}{}, resumed: map[string]int64{}}
 	for b := range j.buckets {
 		j.buckets[b] = map[string]struct{}{}
 	}
@@ -188,6 +202,20 @@ func (j *journal) load(ctx context.Context) ([]restored, error) {
 func (j *journal) update(e *turnengine.Engine, ids []string, batch map[string]*kept, forgotten []string) []*storage.Operation {
 	var ops []*storage.Operation
 	dirty := map[int]bool{}
+	// Sessions a failed write left behind are rewritten whole (their
+	// entry; the bucket lists are rewritten too), whether or not this pass
+	// touched them.
+	stale := j.behind
+	if len(stale) > 0 {
+		j.behind = map[string]struct{}{}
+		for id := range stale {
+			ids = append(ids, id)
+			dirty[bucketOf(id)] = true
+		}
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+	}
+	j.touched = append(append(j.touched[:0], ids...), forgotten...)
 	for _, id := range forgotten {
 		ent := j.sessions[id]
 		if ent == nil {
@@ -218,7 +246,8 @@ func (j *journal) update(e *turnengine.Engine, ids []string, batch map[string]*k
 			j.buckets[b][id] = struct{}{}
 			dirty[b] = true
 		}
-		changed := ent.Mark != m
+		_, wasBehind := stale[id]
+		changed := ent.Mark != m || wasBehind
 		ent.Mark = m
 		// Chunks wholly before Retain are no longer needed.
 		live := ent.Chunks[:0]
@@ -349,16 +378,52 @@ func (c *core) journalOps(keep map[string]*kept, turns []*turnengine.Turn) []*st
 }
 
 // writeJournal writes the journal operations of one pass in one storage
-// batch. Callers hold drainMu, not mu.
+// batch. A failed write leaves the sessions it was for behind: the next
+// pass rewrites them whole (journal_lag counts them meanwhile). Callers
+// hold drainMu, not mu.
 func (c *core) writeJournal(ctx context.Context, ops []*storage.Operation) error {
+	j := c.journal
+	if j == nil {
+		return nil
+	}
+	touched := j.touched
+	j.touched = nil
 	if len(ops) == 0 {
 		return nil
 	}
-	if err := c.journal.client.Batch(ctx, ops...); err != nil {
+	if err := j.client.Batch(ctx, ops...); err != nil {
+		for _, id := range touched {
+			j.behind[id] = struct{}{}
+		}
+		c.lag.Store(int64(len(j.behind)))
 		c.tel.JournalFailures.Add(ctx, 1)
 		return fmt.Errorf("turn_state: write the journal: %w", err)
 	}
+	c.lag.Store(int64(len(j.behind)))
 	return nil
+}
+
+// redelivered counts, among a batch's inputs, the events of sessions
+// restored at start whose seq the journal had applied already: what the
+// receivers deliver again after a restart, from their own restart
+// positions, which are never ahead of the journal. Callers hold mu.
+func (j *journal) redelivered(inputs []turnengine.Input) int64 {
+	if j == nil || len(j.resumed) == 0 {
+		return 0
+	}
+	var n int64
+	for _, in := range inputs {
+		next, ok := j.resumed[in.SessionID]
+		if !ok {
+			continue
+		}
+		if in.Event.Seq < next {
+			n++
+			continue
+		}
+		delete(j.resumed, in.SessionID)
+	}
+	return n
 }
 
 // restore loads every journaled session of j and, in one pass, makes j the
@@ -373,13 +438,18 @@ func (c *core) restore(ctx context.Context, j *journal) error {
 		return err
 	}
 	var open int
+	var events int64
 	err = c.settle(ctx, pass{hold: true, change: func(now time.Time) map[string]*kept {
 		c.journal = j
 		for _, r := range rs {
 			c.engine.Resume(r.id, r.entry.Mark, now)
+			if r.entry.Mark.Started {
+				j.resumed[r.id] = r.entry.Mark.Next
+			}
 			for _, in := range c.read(ctx, r.logs, now, nil, true) {
 				if in.Event.Seq >= r.entry.Mark.Retain {
 					c.engine.Ingest(in, now)
+					events++
 				}
 			}
 		}
@@ -389,6 +459,7 @@ func (c *core) restore(ctx context.Context, j *journal) error {
 	if err != nil {
 		return err
 	}
-	c.logger.Info("Sessions restored from the journal", zap.Int("sessions", len(rs)), zap.Int("open_turns", open))
+	c.tel.JournalRestored.Add(ctx, events)
+	c.logger.Info("Sessions restored from the journal", zap.Int("sessions", len(rs)), zap.Int("open_turns", open), zap.Int64("events", events))
 	return nil
 }

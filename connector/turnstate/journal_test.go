@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 )
 
@@ -186,4 +187,55 @@ func TestJournalStorageMissing(t *testing.T) {
 	err := h.toTr.Start(context.Background(), componenttest.NewNopHost())
 	require.ErrorContains(t, err, "storage extension file_storage not found")
 	h.shutdown()
+}
+
+// After a restart the connector counts what the journal restored and what
+// the source delivers again that the journal already had: a restart from
+// a checkpoint two batches behind redelivers exactly the events of those
+// two batches, and every one of them is also a dropped duplicate.
+func TestJournalCountsRestoredAndRedelivered(t *testing.T) {
+	records, _ := buildRecords(t, filepath.Join(testcorpus.Dir(t),
+		"v0/apps/web/tests/snapshots/goal-multi-turn-actions/session.jsonl"), "multi")
+	bs := batches(records, 3)
+	// The events the last two batches before the kill apply, measured on
+	// a run without a journal.
+	ref := newHarness(t, createDefaultConfig(), nil, nil)
+	ref.start()
+	k := 0
+	for ; k < len(bs) && (k < 3 || ref.core().engine.OpenTurns() == 0); k++ {
+		ref.feed(bs[k])
+	}
+	require.Less(t, k, len(bs), "a batch after the third leaves a turn open")
+	require.Positive(t, ref.core().engine.OpenTurns())
+	all := ref.core().engine.Stats().Events
+	ref.shutdown()
+	ref2 := newHarness(t, createDefaultConfig(), nil, nil)
+	ref2.start()
+	for _, b := range bs[:k-2] {
+		ref2.feed(b)
+	}
+	lastTwo := all - ref2.core().engine.Stats().Events
+	ref2.shutdown()
+	require.Positive(t, lastTwo)
+
+	dir := t.TempDir()
+	run1 := journaled(t, dir)
+	for _, b := range bs[:k] {
+		run1.feed(b)
+	}
+	require.Zero(t, run1.selfSum(metadata.MetricJournalRestored), "nothing to restore at a first start")
+	run1.crash()
+
+	run2 := journaled(t, dir)
+	require.Positive(t, run2.selfSum(metadata.MetricJournalRestored), "the open turn's events were re-applied")
+	for _, b := range bs[k-2:] {
+		run2.feed(b)
+	}
+	require.EqualValues(t, lastTwo, run2.selfSum(metadata.MetricRedelivered))
+	require.GreaterOrEqual(t, run2.selfSum(metadata.MetricEventsDropped, "reason=duplicate"), int64(lastTwo))
+	// Once the source is past the journal's position nothing more counts.
+	run2.feed(bs[k-1])
+	require.EqualValues(t, lastTwo, run2.selfSum(metadata.MetricRedelivered), "a later duplicate is no redelivery after the restart")
+	require.Zero(t, run2.selfGauge(metadata.MetricJournalLag))
+	run2.shutdown()
 }

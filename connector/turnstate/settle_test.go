@@ -168,5 +168,13 @@ func TestJournalWriteFailure(t *testing.T) {
 	assert.Greater(t, h.traces.SpanCount(), spans, "the sweep emitted the timed-out turn before its write failed")
 	steps = tr.all()
 	assert.Equal(t, []string{"emit", "write failed"}, steps[len(steps)-2:])
+	// The sessions of the failed writes are behind until a write lands;
+	// the next pass rewrites them.
+	assert.Positive(t, h.selfGauge(metadata.MetricJournalLag))
+	tr.mu.Lock()
+	tr.failAt = 0
+	tr.mu.Unlock()
+	h.core().sweep(ctx)
+	assert.Zero(t, h.selfGauge(metadata.MetricJournalLag))
 	h.shutdown()
 }

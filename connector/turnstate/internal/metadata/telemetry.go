@@ -23,6 +23,9 @@ const (
 	MetricReorderOverflows = "otelcol_connector_turn_state_reorder_overflows"
 	MetricEmitFailures     = "otelcol_connector_turn_state_emit_failures"
 	MetricJournalFailures  = "otelcol_connector_turn_state_journal_write_failures"
+	MetricJournalLag       = "otelcol_connector_turn_state_journal_lag"
+	MetricJournalRestored  = "otelcol_connector_turn_state_journal_restored_events"
+	MetricRedelivered      = "otelcol_connector_turn_state_events_redelivered"
 )
 
 // Values of events_dropped's reason attribute.
@@ -54,6 +57,11 @@ type Telemetry struct {
 	ReorderOverflows metric.Int64Counter
 	// JournalFailures counts journal writes the storage extension failed.
 	JournalFailures metric.Int64Counter
+	// JournalRestored counts events re-applied from the journal at start.
+	JournalRestored metric.Int64Counter
+	// Redelivered counts events delivered again after a restart whose seq
+	// the journal already held (dropped as duplicates).
+	Redelivered metric.Int64Counter
 
 	// The counters with an attribute are recorded through AddDangling,
 	// AddDropped and AddEmitFailure, which reuse one attribute set per value.
@@ -65,6 +73,7 @@ type Telemetry struct {
 
 	turnsOpen       metric.Int64ObservableGauge
 	sessionsOpen    metric.Int64ObservableGauge
+	journalLag      metric.Int64ObservableGauge
 	registration    metric.Registration
 	hasRegistration bool
 }
@@ -77,6 +86,9 @@ type Gauges struct {
 	TurnsOpen func() int64
 	// SessionsOpen is the number of sessions remembered now.
 	SessionsOpen func() int64
+	// JournalLag is the number of sessions whose journaled state is behind
+	// the engine's (their last journal write failed).
+	JournalLag func() int64
 }
 
 // NewTelemetry creates the instruments from the component's MeterProvider.
@@ -110,6 +122,13 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 		"Batches the next consumer refused, by signal (traces, metrics); counted, not retried.")
 	t.JournalFailures = counter(MetricJournalFailures, "{write}",
 		"Journal writes the storage extension failed; a failed batch is refused, so its sender retries it.")
+	t.JournalRestored = counter(MetricJournalRestored, "{event}",
+		"Events re-applied from the journal at start: the open turns' records, rebuilt.")
+	t.Redelivered = counter(MetricRedelivered, "{event}",
+		"Events delivered again after a restart whose seq the journal already held; dropped (also counted as duplicate).")
+	t.journalLag, err = m.Int64ObservableGauge(MetricJournalLag, metric.WithUnit("{session}"),
+		metric.WithDescription("Sessions whose journaled state is behind the turn state: their last journal write failed."))
+	errs = errors.Join(errs, err)
 	t.turnsOpen, err = m.Int64ObservableGauge(MetricTurnsOpen, metric.WithUnit("{turn}"),
 		metric.WithDescription("Turns open now."))
 	errs = errors.Join(errs, err)
@@ -126,8 +145,11 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 		if g.SessionsOpen != nil {
 			o.ObserveInt64(t.sessionsOpen, g.SessionsOpen())
 		}
+		if g.JournalLag != nil {
+			o.ObserveInt64(t.journalLag, g.JournalLag())
+		}
 		return nil
-	}, t.turnsOpen, t.sessionsOpen)
+	}, t.turnsOpen, t.sessionsOpen, t.journalLag)
 	if err != nil {
 		return nil, err
 	}

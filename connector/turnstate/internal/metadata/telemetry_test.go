@@ -28,6 +28,7 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 	tt, err := NewTelemetry(tel.NewTelemetrySettings(), Gauges{
 		TurnsOpen:    func() int64 { return 3 },
 		SessionsOpen: func() int64 { return 2 },
+		JournalLag:   func() int64 { return 1 },
 	})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -37,6 +38,8 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 	tt.GapsSkipped.Add(ctx, 1)
 	tt.ReorderOverflows.Add(ctx, 1)
 	tt.JournalFailures.Add(ctx, 1)
+	tt.JournalRestored.Add(ctx, 1)
+	tt.Redelivered.Add(ctx, 1)
 	tt.AddDangling(ctx, "timeout", 2)
 	tt.AddDropped(ctx, ReasonOrphan, 4)
 	tt.AddEmitFailure(ctx, SignalMetrics)
@@ -45,6 +48,7 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 	for _, name := range []string{
 		MetricTurnsOpen, MetricSessionsOpen, MetricTurnsClosed, MetricTurnsDangling, MetricLateEvents, MetricTurnsClosedLate,
 		MetricEventsDropped, MetricGapsSkipped, MetricReorderOverflows, MetricEmitFailures, MetricJournalFailures,
+		MetricJournalLag, MetricJournalRestored, MetricRedelivered,
 	} {
 		m, err := tel.GetMetric(name)
 		require.NoError(t, err, name)
