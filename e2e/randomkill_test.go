@@ -32,20 +32,21 @@ import (
 // tailer's checkpoints, the HTTP source's dedup state), turn_state's
 // journal, and both exporters behind a sending queue in file_storage that
 // retries forever: spans to Jaeger over OTLP gRPC, the log rows to the
-// test's OTLP/HTTP sink (the distribution has no file exporter). No batch
-// processor: it holds data in memory after the connector counted it as
-// delivered, so a kill would lose what it holds.
+// test's OTLP/HTTP sink (the distribution has no file exporter). Spans are
+// batched by the exporter, after its persistent queue: a batch processor
+// before it would hold them in memory once the connector counted them as
+// delivered, and a kill would lose them.
 const randomKillConfig = `
 extensions:
   health_check:
-    endpoint: 127.0.0.1:33133
+    endpoint: 127.0.0.1:35133
   file_storage:
     directory: ${env:E2E_STATE_DIR}
     create_directory: true
 receivers:
   session_event:
     http:
-      endpoint: 127.0.0.1:34320
+      endpoint: 127.0.0.1:35320
       storage: file_storage
     files:
       include: ["${env:E2E_DSH_ROOT}/**/session*.jsonl*"]
@@ -64,7 +65,7 @@ connectors:
     storage: file_storage
 exporters:
   otlp_grpc/jaeger:
-    endpoint: 127.0.0.1:24317
+    endpoint: 127.0.0.1:25317
     tls:
       insecure: true
     timeout: 5s
@@ -78,6 +79,8 @@ exporters:
       storage: file_storage
       queue_size: 100000
       num_consumers: 2
+      batch:                 # batching after the persistent queue, not a batch processor before it
+        flush_timeout: 200ms
   otlp_http/sink:
     logs_endpoint: http://${env:E2E_SINK}/v1/logs
     compression: none
@@ -109,8 +112,19 @@ service:
             exporter:
               prometheus:
                 host: 127.0.0.1
-                port: 38888
+                port: 39888
 `
+
+// The random-kill test has loopback ports of its own (Jaeger's through
+// jaeger.yaml's variables), so that no other e2e run's clients reach its
+// collector while it restarts.
+const (
+	rkHTTP         = "http://127.0.0.1:35320"
+	rkCollectorHC  = "http://127.0.0.1:35133/"
+	rkSelfURL      = "http://127.0.0.1:39888/metrics"
+	rkJaegerQuery  = "http://127.0.0.1:27686"
+	rkJaegerHealth = "http://127.0.0.1:24133/status"
+)
 
 // liveGen writes one synthetic dsh v0 session turn by turn: each turn has
 // two steps, the first with one or two tool calls (alternating), the
@@ -224,7 +238,7 @@ func (s *liveSession) post(rows [][]byte) error {
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		s.posts++
-		req, _ := http.NewRequest(http.MethodPost, collectorHTTP+"/v1/sessions/"+s.id+"/events", bytes.NewReader(body))
+		req, _ := http.NewRequest(http.MethodPost, rkHTTP+"/v1/sessions/"+s.id+"/events", bytes.NewReader(body))
 		req.Header.Set("Content-Type", "application/x-ndjson")
 		resp, err := soakClient.Do(req)
 		if err == nil {
@@ -292,8 +306,8 @@ var restoredLine = regexp.MustCompile(`Sessions restored from the journal`)
 func TestRandomKill(t *testing.T) {
 	jaegerBin := lookPath(t, "JAEGER", toolsHint)
 	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
-	requireFree(t, "127.0.0.1:24317", "127.0.0.1:24318", "127.0.0.1:26685", "127.0.0.1:26686", "127.0.0.1:23133",
-		"127.0.0.1:34320", "127.0.0.1:33133", "127.0.0.1:38888")
+	requireFree(t, "127.0.0.1:25317", "127.0.0.1:25318", "127.0.0.1:27685", "127.0.0.1:27686", "127.0.0.1:24133",
+		"127.0.0.1:35320", "127.0.0.1:35133", "127.0.0.1:39888")
 	kills := envInt(t, "DSH_SOAK_KILLS", 20)
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("DSH_SOAK_SEED"); v != "" {
@@ -344,8 +358,9 @@ func TestRandomKill(t *testing.T) {
 		agents = append(agents, s)
 	}
 
-	jaeger := start(t, dir, "jaeger", jaegerBin, nil, "--config", "jaeger.yaml")
-	poll(t, "jaeger healthy", 30*time.Second, httpOK(jaegerHealth), jaeger)
+	jaeger := start(t, dir, "jaeger", jaegerBin, []string{"JAEGER_OTLP_GRPC_PORT=25317", "JAEGER_OTLP_HTTP_PORT=25318",
+		"JAEGER_QUERY_HTTP_PORT=27686", "JAEGER_QUERY_GRPC_PORT=27685", "JAEGER_HEALTH_PORT=24133"}, "--config", "jaeger.yaml")
+	poll(t, "jaeger healthy", 30*time.Second, httpOK(rkJaegerHealth), jaeger)
 	runN := 0
 	var runs []*process
 	var started time.Time
@@ -358,7 +373,7 @@ func TestRandomKill(t *testing.T) {
 		return p
 	}
 	healthy := func(p *process) {
-		poll(t, "otelcol-dsh healthy", 60*time.Second, httpOK(collectorHC), p)
+		poll(t, "otelcol-dsh healthy", 60*time.Second, httpOK(rkCollectorHC), p)
 		if d := time.Since(started); d > 0 {
 			startup = d
 		}
@@ -471,7 +486,7 @@ func TestRandomKill(t *testing.T) {
 			deadline = time.Now().Add(3 * time.Second)
 		}
 		for {
-			td, err := jaegerTrace(ctx, jaegerQuery, id)
+			td, err := jaegerTrace(ctx, rkJaegerQuery, id)
 			if err == nil {
 				got, _ = turnSpans(td)
 				diffs = compareTrace(wantTD, td)
@@ -486,7 +501,7 @@ func TestRandomKill(t *testing.T) {
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
-		if rtd, err := jaegerRawTrace(ctx, jaegerQuery, id); err == nil {
+		if rtd, err := jaegerRawTrace(ctx, rkJaegerQuery, id); err == nil {
 			raw = rtd.SpanCount()
 		}
 		name := fmt.Sprintf("%s turn %d", turn.SessionID, turn.Number)
@@ -551,7 +566,16 @@ func TestRandomKill(t *testing.T) {
 		t.Errorf("%d rows never reached the sink", lost)
 	}
 	if unexpected > 0 {
-		t.Errorf("%d rows at the sink that were never written", unexpected)
+		var keys []string
+		sink.mu.Lock()
+		for k := range sink.seen {
+			if !wantRows[k] {
+				keys = append(keys, k)
+			}
+		}
+		sink.mu.Unlock()
+		sort.Strings(keys)
+		t.Errorf("%d rows at the sink that were never written: %s", unexpected, strings.Join(keys[:min(len(keys), 40)], " "))
 	}
 	if totalRuns > kills*(len(agents)+1) || worstRuns > 2*kills {
 		t.Errorf("rows delivered again in %d runs (at most %d in one session): more than one delivery per source per stop", totalRuns, worstRuns)
@@ -567,7 +591,7 @@ func TestRandomKill(t *testing.T) {
 		}
 		t.Error(p)
 	}
-	if _, body, err := get(ctx, selfURL); err == nil {
+	if _, body, err := get(ctx, rkSelfURL); err == nil {
 		for _, l := range strings.Split(string(body), "\n") {
 			if strings.HasPrefix(l, "otelcol_connector_turn_state_") || strings.HasPrefix(l, "otelcol_receiver_session_event_") {
 				t.Logf("last run: %s", l)
