@@ -5,7 +5,7 @@ BIN      := bin
 FUZZTIME ?= 5s
 
 .PHONY: all build run test vet fmt-check unit race fuzz bench clean \
-	tools generate check-generated otelcol-dsh demo e2e deploy-test
+	tools generate check-generated otelcol-dsh demo e2e soak deploy-test
 
 all: build
 
@@ -111,6 +111,17 @@ e2e: otelcol-dsh
 	eval "$$($(TOOLS))" && export JAEGER PROMETHEUS PROMTOOL KFAKE && \
 	OTELCOL_DSH=$(abspath $(OTELCOL)) DSH_CORPUS=$(abspath $(SHARED))/dsh-corpus \
 		$(GO) test -tags e2e -count=1 -timeout 15m -v ./e2e/
+
+# The random-kill soak (e2e TestRandomKill, which `make e2e` runs with 20
+# kills): 30 tailed and 10 HTTP live sessions, otelcol-dsh killed at 200 random
+# instants and restarted each time, judged on Jaeger and a log-row sink. The
+# seed is printed; DSH_SOAK_SEED=N reproduces the instants, DSH_SOAK_KILLS=N
+# sets the count.
+DSH_SOAK_KILLS ?= 200
+soak: otelcol-dsh
+	eval "$$($(TOOLS) jaeger)" && export JAEGER && \
+	OTELCOL_DSH=$(abspath $(OTELCOL)) DSH_SOAK_KILLS=$(DSH_SOAK_KILLS) \
+		$(GO) test -tags e2e -count=1 -timeout 60m -v -run '^TestRandomKill$$' ./e2e/
 
 # The deploy kit on its own: promtool on the rules and their unit tests, the
 # dashboard's JSON, and every example collector config validated by the
