@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
@@ -237,5 +238,85 @@ func TestJournalCountsRestoredAndRedelivered(t *testing.T) {
 	run2.feed(bs[k-1])
 	require.EqualValues(t, lastTwo, run2.selfSum(metadata.MetricRedelivered), "a later duplicate is no redelivery after the restart")
 	require.Zero(t, run2.selfGauge(metadata.MetricJournalLag))
+	run2.shutdown()
+}
+
+// A crash between a pass's emission and its journal write — the one
+// instant at which the protocol emits a turn twice — re-emits exactly the
+// turns of that pass, with the same ids and the same content, so a backend
+// that folds identical spans shows each once; nothing is lost.
+func TestJournalCrashBetweenEmitAndWrite(t *testing.T) {
+	records, _ := buildRecords(t, filepath.Join(testcorpus.Dir(t),
+		"v0/apps/web/tests/snapshots/goal-multi-turn-actions/session.jsonl"), "multi")
+	bs := batches(records, 3)
+	// k: the second batch that closes a turn.
+	ref := newHarness(t, createDefaultConfig(), nil, nil)
+	ref.start()
+	k, closing := -1, 0
+	for i, b := range bs {
+		before := ref.traces.SpanCount()
+		ref.feed(b)
+		if ref.traces.SpanCount() > before {
+			if closing++; closing == 2 {
+				k = i
+			}
+		}
+	}
+	require.Positive(t, k, "two batches close turns")
+	want := ref.allTraces()
+	ref.shutdown()
+
+	dir := t.TempDir()
+	tr := &trail{}
+	cfg := createDefaultConfig()
+	id := journalStorageID
+	cfg.Storage = &id
+	run1 := newHarness(t, cfg, nil, nil)
+	inner := realStorage(t, dir).GetExtensions()[journalStorageID].(storage.Extension)
+	host := storagetest.NewStorageHost().WithExtension(journalStorageID, trailStorage{Extension: inner, trail: tr})
+	require.NoError(t, run1.toMt.Start(context.Background(), host))
+	require.NoError(t, run1.toTr.Start(context.Background(), host))
+	for _, b := range bs[:k] {
+		run1.feed(b)
+	}
+	// Batch k closes a turn, and its journal write is lost: the process
+	// died right after the emission.
+	tr.mu.Lock()
+	tr.failAt = tr.writes + 1
+	tr.mu.Unlock()
+	before := run1.traces.SpanCount()
+	require.Error(t, run1.toTr.ConsumeLogs(context.Background(), bs[k]))
+	require.Greater(t, run1.traces.SpanCount(), before)
+	firstCopy := run1.traces.AllTraces()[len(run1.traces.AllTraces())-1]
+	run1.crash()
+
+	// The source never had that batch acknowledged: it delivers it again.
+	run2 := journaled(t, dir)
+	for _, b := range bs[k:] {
+		run2.feed(b)
+	}
+	require.Positive(t, run2.traces.SpanCount())
+	secondCopy := run2.traces.AllTraces()[0]
+	require.NoError(t, ptracetest.CompareTraces(firstCopy, secondCopy), "the re-emitted turn is the same")
+	// Without the second copy, the two runs emitted exactly what one
+	// uninterrupted run emits.
+	got := mergeTraces(run1, run2)
+	rs := got.ResourceSpans()
+	seen := map[string]bool{}
+	dedup := ptrace.NewTraces()
+	for i := 0; i < rs.Len(); i++ {
+		ss := rs.At(i).ScopeSpans()
+		key := ""
+		for j := 0; j < ss.Len(); j++ {
+			for s := 0; s < ss.At(j).Spans().Len(); s++ {
+				key += ss.At(j).Spans().At(s).SpanID().String()
+			}
+		}
+		if !seen[key] {
+			seen[key] = true
+			rs.At(i).CopyTo(dedup.ResourceSpans().AppendEmpty())
+		}
+	}
+	require.NoError(t, ptracetest.CompareTraces(want, dedup, ptracetest.IgnoreResourceSpansOrder()))
 	run2.shutdown()
 }
