@@ -395,6 +395,20 @@ func TestRandomKill(t *testing.T) {
 	// (or, for a startup kill, after the process started), then signals it
 	// and restarts it at once.
 	var nKill, nTerm, nStartup, nStartupBeforeRestore int
+	// The protocol's self-metrics of each run, read just before it is
+	// stopped (a run killed at startup has none).
+	var redelivered, restored, rowDups float64
+	readSelf := func() {
+		for name, sum := range map[string]*float64{
+			"otelcol_connector_turn_state_events_redelivered":      &redelivered,
+			"otelcol_connector_turn_state_journal_restored_events": &restored,
+			"otelcol_receiver_session_event_rows_duplicate":        &rowDups,
+		} {
+			if v, err := metricSum(ctx, rkSelfURL, name); err == nil {
+				*sum += v
+			}
+		}
+	}
 	for k := 0; k < kills; k++ {
 		mode := rng.IntN(10)
 		switch {
@@ -410,6 +424,7 @@ func TestRandomKill(t *testing.T) {
 		case mode < 3:
 			healthy(cur)
 			time.Sleep(time.Duration(100+rng.IntN(1400)) * time.Millisecond)
+			readSelf()
 			nTerm++
 			if err := cur.stop(30 * time.Second); err != nil {
 				t.Errorf("SIGTERM %d: %v", k, err)
@@ -417,6 +432,7 @@ func TestRandomKill(t *testing.T) {
 		default:
 			healthy(cur)
 			time.Sleep(time.Duration(100+rng.IntN(1400)) * time.Millisecond)
+			readSelf()
 			nKill++
 			_ = syscall.Kill(cur.cmd.Process.Pid, syscall.SIGKILL)
 			<-cur.done
@@ -426,6 +442,7 @@ func TestRandomKill(t *testing.T) {
 	healthy(cur)
 	t.Logf("%d signals: %d SIGKILL while rows flowed, %d SIGTERM, %d SIGKILL at startup (%d before the journal was restored)",
 		kills, nKill, nTerm, nStartup, nStartupBeforeRestore)
+
 	close(stop)
 	wg.Wait()
 	for _, s := range agents {
@@ -598,6 +615,9 @@ func TestRandomKill(t *testing.T) {
 			}
 		}
 	}
+	readSelf() // the last run's, now that everything arrived
+	t.Logf("self-metrics summed over the runs: events_redelivered %v, journal_restored_events %v, receiver rows_duplicate %v",
+		redelivered, restored, rowDups)
 	if err := cur.stop(30 * time.Second); err != nil {
 		t.Error(err)
 	}
