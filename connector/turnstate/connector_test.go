@@ -5,12 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/pmetrictest"
@@ -134,33 +134,6 @@ func TestBatchOrderDoesNotMatter(t *testing.T) {
 	}
 }
 
-// logicalEvents decodes a file into its logical events' envelopes (packed
-// rows expanded), as dsh's own exporters see them.
-func logicalEvents(t *testing.T, path string) (session string, envs []map[string]any) {
-	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	dec, err := sessionlog.NewDecoder(f, sessionlog.Options{})
-	require.NoError(t, err)
-	defer dec.Close()
-	for {
-		row, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			return session, envs
-		}
-		require.NoError(t, err)
-		if row.Header != nil {
-			session = row.Header.ID
-		}
-		for i := range row.Events {
-			var env map[string]any
-			require.NoError(t, json.Unmarshal(row.Events[i].LogicalJSON(), &env))
-			envs = append(envs, env)
-		}
-	}
-}
-
 // dsh v4's own OTLP log export (event name session-log, the envelope in
 // attribute content, no header) gives the same traces as the file.
 func TestDshV4Export(t *testing.T) {
@@ -168,7 +141,7 @@ func TestDshV4Export(t *testing.T) {
 		"v4/snapshots/sdk/max-tokens-continue/session.v4.jsonl", "v4/snapshots/session/error-finish/writer.expected.jsonl"} {
 		t.Run(rel, func(t *testing.T) {
 			path := corpusPath(t, rel)
-			session, envs := logicalEvents(t, path)
+			session, envs := testlog.Envelopes(t, path)
 			ld := plog.NewLogs()
 			rl := ld.ResourceLogs().AppendEmpty()
 			rl.Resource().Attributes().PutStr("service.name", "dsh")
@@ -206,7 +179,7 @@ func TestDshV0Export(t *testing.T) {
 		"v0/examples/acp-agent/tests/snapshots/code-mode-turn/session.jsonl"} {
 		t.Run(rel, func(t *testing.T) {
 			path := corpusPath(t, rel)
-			session, envs := logicalEvents(t, path)
+			session, envs := testlog.Envelopes(t, path)
 			ld := plog.NewLogs()
 			lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
 			firstChunk := map[[2]float64]bool{}

@@ -2,7 +2,6 @@ package turnengine
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -12,35 +11,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
+
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
-	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
 // loadInputs decodes a log into engine inputs.
 func loadInputs(t *testing.T, r io.Reader, session string) []Input {
 	t.Helper()
-	dec, err := sessionlog.NewDecoder(r, sessionlog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dec.Close()
 	var out []Input
-	for {
-		row, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, row := range testlog.Read(t, r, session) {
 		for i := range row.Events {
-			out = append(out, Input{SessionID: session, Event: &row.Events[i], Format: dec.Format(), Header: dec.Header()})
+			out = append(out, Input{SessionID: session, Event: &row.Events[i], Format: row.Format, Header: row.Header})
 		}
 	}
+	return out
 }
 
 func loadFile(t *testing.T, path, session string) []Input {
