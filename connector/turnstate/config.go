@@ -42,6 +42,11 @@ type Config struct {
 	// ReorderWindow bounds the events held per session while a missing seq
 	// is awaited; beyond it the gap is skipped at once.
 	ReorderWindow int `mapstructure:"reorder_window"`
+	// LiveSteps emits each step's spans (step, model calls, tool calls) as
+	// soon as the step ends, and the turn's root span at its end: a
+	// running turn's finished steps are visible within a batch. Off, a
+	// turn's spans go out together at its end.
+	LiveSteps bool `mapstructure:"live_steps"`
 	// Storage is a storage extension (file_storage) in which the state of
 	// every session is journaled, so that turns open when the collector
 	// stops — crash included — carry on after the restart. Unset: open
@@ -64,6 +69,7 @@ func createDefaultConfig() *Config {
 		MaxSessions:          turnengine.DefaultMaxSessions,
 		MetricsFlushInterval: defaultMetricsFlushInterval,
 		CaptureContent:       false,
+		LiveSteps:            true,
 		MaxContentBytes:      turnengine.DefaultMaxContentBytes,
 		MaxAttributeValues:   turnengine.DefaultMaxAttributeValues,
 		GapTimeout:           turnengine.DefaultGapTimeout,
@@ -114,6 +120,7 @@ func (c *Config) engineConfig() turnengine.Config {
 		ReorderWindow:      c.ReorderWindow,
 		GapTimeout:         c.GapTimeout,
 		CaptureContent:     c.CaptureContent,
+		LiveSteps:          c.LiveSteps,
 		MaxContentBytes:    c.MaxContentBytes,
 		MaxAttributeValues: c.MaxAttributeValues,
 	}

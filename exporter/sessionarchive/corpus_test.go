@@ -130,13 +130,14 @@ func checkArchive(t testing.TB, root string, want expected) {
 	}
 }
 
-// replay runs a log file through a fresh engine, as dshtrace spans does.
+// replay runs a log file through a fresh engine, as dshtrace spans does,
+// with live steps as the turn_state connector emits them.
 func replay(t testing.TB, path, session string) ptrace.Traces {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
-	e := turnengine.New(turnengine.Config{})
+	e := turnengine.New(turnengine.Config{LiveSteps: true})
 	require.NoError(t, turnengine.Replay(e, f, sessionlog.Options{}, session, observed))
 	return turnengine.Traces(e.Drain())
 }

@@ -33,6 +33,11 @@ type Config struct {
 	// MaxAttributeValues caps distinct model, tool and event-type values in
 	// metrics; the rest are reported as "other".
 	MaxAttributeValues int
+	// LiveSteps emits each step's spans (the step, its model calls and
+	// tool calls) as soon as the step ends, and the turn's root at its end:
+	// a long turn is visible while it runs, and the engine does not hold
+	// its finished steps. Off, a turn's spans go out together at its end.
+	LiveSteps bool
 	// KeepInherited rebuilds a fork's inherited prefix (the events before
 	// the header's seedLength, §10.5) into turns like the session's own, as
 	// an outline of the whole log wants. Off, they are skipped: their spans

@@ -234,7 +234,7 @@ func (m *Metrics) recordTurn(t *Turn) {
 	ex := exemplar{traceID: trace, spanID: TurnSpanID(t.SessionID, t.Number), at: msToNanos(t.EndTime)}
 	byReason := attrs(kv{"dsh.turn.end_reason", reason})
 	m.observe(MetricTurnDuration, seconds(t.EndTime-t.StartTime), ex, byReason)
-	m.observe(MetricTurnSteps, float64(len(t.Steps)), ex, byReason)
+	m.observe(MetricTurnSteps, float64(t.NumSteps()), ex, byReason)
 	for _, st := range t.Steps {
 		for _, a := range st.Attempts {
 			m.recordAttempt(t, st, a, trace)

@@ -34,7 +34,16 @@ type Turn struct {
 	// Late is set on a late close: not a turn of its own but the turn/end
 	// that dsh wrote for a turn the engine had closed as dangling.
 	Late *LateClose
+	// Fragment marks the finished steps of a turn still open (live steps):
+	// their spans only; the root follows when the turn closes, with the
+	// steps not emitted yet. StepCount is the closed turn's number of
+	// steps, those emitted before included.
+	Fragment  bool
+	StepCount int
 }
+
+// NumSteps is the turn's number of steps, those emitted live included.
+func (t *Turn) NumSteps() int { return max(t.StepCount, len(t.Steps)) }
 
 // Dangling reports whether dsh never closed the turn.
 func (t *Turn) Dangling() bool { return t.DanglingCause != "" }

@@ -64,6 +64,8 @@ type openTurn struct {
 	hasRetryStart bool
 	// subs are open dispatch sub-calls by subCallId.
 	subs map[string]*ToolCall
+	// stepsEmitted counts the turn's steps already emitted (live steps).
+	stepsEmitted int
 	// callsBySeq maps the open step's tool/call seqs to their calls: the
 	// turn model names the call a result closes by its seq.
 	callsBySeq map[int64]*ToolCall
@@ -169,6 +171,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 	case "step/start":
 		if ot.step != nil {
 			ot.closeStep(ev.Time, true)
+			s.finishStep(restoring)
 		}
 		ot.step = &Step{Number: ev.Step, StartTime: ev.Time, StartSeq: ev.Seq}
 		ot.t.Steps = append(ot.t.Steps, ot.step)
@@ -176,6 +179,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 	case "step/end":
 		if ot.step != nil {
 			ot.closeStep(ev.Time, false)
+			s.finishStep(restoring)
 		}
 	case "request/header", "request/context":
 		if ev.Provider != "" {
@@ -292,21 +296,35 @@ func (s *session) closeTurn(reason sessionlog.Reason, cause string, end, endSeq 
 		t.EndTime, t.Clamped = t.StartTime, true
 	}
 	for _, st := range t.Steps {
-		st.StartTime, st.EndTime = clampInto(st.StartTime, st.EndTime, t.StartTime, t.EndTime, &st.Clamped)
-		for _, a := range st.Attempts {
-			a.StartTime, a.EndTime = clampInto(a.StartTime, a.EndTime, st.StartTime, st.EndTime, &a.Clamped)
-			if a.HasFirstChunk && (a.FirstChunkTime < a.StartTime || a.FirstChunkTime > a.EndTime) {
-				a.FirstChunkTime = min(max(a.FirstChunkTime, a.StartTime), a.EndTime)
-				a.Clamped = true
-			}
-			t.Usage.add(a.Usage)
-		}
-		for _, tc := range st.Tools {
-			clampCall(tc, st)
-		}
+		clampStep(st, t.StartTime, t.EndTime)
+		addUsage(&t.Usage, st)
 	}
+	t.StepCount = ot.stepsEmitted + len(t.Steps)
 	s.turn = nil
 	s.e.turnClosed(s, t)
+}
+
+// clampStep keeps a step inside [ps, pe], its attempts and tool calls
+// inside it.
+func clampStep(st *Step, ps, pe int64) {
+	st.StartTime, st.EndTime = clampInto(st.StartTime, st.EndTime, ps, pe, &st.Clamped)
+	for _, a := range st.Attempts {
+		a.StartTime, a.EndTime = clampInto(a.StartTime, a.EndTime, st.StartTime, st.EndTime, &a.Clamped)
+		if a.HasFirstChunk && (a.FirstChunkTime < a.StartTime || a.FirstChunkTime > a.EndTime) {
+			a.FirstChunkTime = min(max(a.FirstChunkTime, a.StartTime), a.EndTime)
+			a.Clamped = true
+		}
+	}
+	for _, tc := range st.Tools {
+		clampCall(tc, st)
+	}
+}
+
+// addUsage adds a step's model calls' usage to a turn's totals.
+func addUsage(u *Tokens, st *Step) {
+	for _, a := range st.Attempts {
+		u.add(a.Usage)
+	}
 }
 
 func clampCall(tc *ToolCall, st *Step) {

@@ -32,6 +32,11 @@ func Traces(turns []*Turn) ptrace.Traces {
 			appendLateClose(spans, t)
 			continue
 		}
+		if t.Fragment {
+			spans.EnsureCapacity(spans.Len() + spanCount(t) - 1)
+			appendSteps(spans, t, TraceID(t.SessionID, t.Number), TurnSpanID(t.SessionID, t.Number))
+			continue
+		}
 		spans.EnsureCapacity(spans.Len() + spanCount(t))
 		appendTurn(spans, t)
 	}
@@ -88,7 +93,7 @@ func appendTurn(spans ptrace.SpanSlice, t *Turn) {
 	if t.DanglingCause != "" {
 		a.PutStr("dsh.dangling.cause", t.DanglingCause)
 	}
-	a.PutInt("dsh.turn.steps", int64(len(t.Steps)))
+	a.PutInt("dsh.turn.steps", int64(t.NumSteps()))
 	putUsageTotals(a, t.Usage)
 	a.PutInt("dsh.event.seq", t.StartSeq)
 	if t.Clamped {
@@ -116,7 +121,12 @@ func appendTurn(spans ptrace.SpanSlice, t *Turn) {
 		l.Attributes().PutStr("dsh.link", "previous_turn")
 	}
 	appendEvents(sp, t.Events, "")
+	appendSteps(spans, t, trace, root)
+}
 
+// appendSteps renders a turn's steps, each with its model and tool calls,
+// under the turn's root span.
+func appendSteps(spans ptrace.SpanSlice, t *Turn, trace pcommon.TraceID, root pcommon.SpanID) {
 	for _, st := range t.Steps {
 		stepID := StepSpanID(t.SessionID, t.Number, st.Number)
 		ssp := spans.AppendEmpty()
