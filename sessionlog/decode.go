@@ -126,13 +126,18 @@ func (d *RowDecoder) newEventRow(typ string) *Row {
 	return r
 }
 
-// hasDetail reports whether events of type typ carry a Detail.
+// hasDetail reports whether events of type typ carry a Detail: exactly the
+// types whose fields decodeDetail reads (the others share noDetail, so a
+// row of theirs is allocated without one).
 func hasDetail(typ string) bool {
 	switch typ {
-	case "turn/start", "step/start", "step/end", "assistant/chunk", "assistant/attempt":
-		return false
+	case "turn/end", "tool/call", "tool/result", "user/message", "system/message",
+		"developer/message", "assistant/message", "request/header", "request/context",
+		"tool/ptc-dispatch-start", "tool/ptc-dispatch", "tool/code-dispatch-start", "tool/code-dispatch",
+		"llm/retry", "llm/retry-started", "session/end-seed", "approval/asked":
+		return true
 	}
-	return knownTypes[typ]
+	return false
 }
 
 // wrapping is what a row's line wrapper (§9) says, read before the record
@@ -704,15 +709,30 @@ func decodeSources(r *Row, e *Event, src jv) {
 
 // decodeData reads the typed payload fields the validator and engine need.
 func (d *RowDecoder) decodeData(r *Row, e *Event, data jv) {
-	if d.det != nil { // the type has details (hasDetail)
-		e.Detail = d.det
-	}
 	if n, ok := intField(data, "turn"); ok {
 		e.Turn, e.HasTurn = n, true
 	}
 	if n, ok := intField(data, "step"); ok {
 		e.Step, e.HasStep = n, true
 	}
+	switch e.Type {
+	case "assistant/attempt":
+		d.evidence(2, false)
+		e.Stream = decodeStream(data.Get("stream"))
+	case "assistant/chunk":
+		d.evidence(0, false)
+		e.Chunk = d.chunk
+		decodeChunk(e.Chunk, data.Get("chunk"))
+	}
+	if d.det != nil { // the type has details (hasDetail)
+		e.Detail = d.det
+		d.decodeDetail(e, data)
+	}
+}
+
+// decodeDetail reads the fields of e.Detail, which is the event's own
+// (hasDetail(e.Type)).
+func (d *RowDecoder) decodeDetail(e *Event, data jv) {
 	switch e.Type {
 	case "turn/end":
 		e.Reason = decodeReason(data.Get("reason"))
@@ -746,13 +766,6 @@ func (d *RowDecoder) decodeData(r *Row, e *Event, data jv) {
 		}
 	case "assistant/message":
 		d.decodeAssistantMessage(e, data)
-	case "assistant/attempt":
-		d.evidence(2, false)
-		e.Stream = decodeStream(data.Get("stream"))
-	case "assistant/chunk":
-		d.evidence(0, false)
-		e.Chunk = d.chunk
-		decodeChunk(e.Chunk, data.Get("chunk"))
 	case "request/header":
 		e.HasSystem = data.Get("header", "system").ok()
 		e.Provider = string(data.GetStringBytes("header", "config", "provider"))
