@@ -616,6 +616,32 @@ func (d *RowDecoder) decodeSurfaceOp(r *Row, e *Event, op jv) {
 // compaction's shadowed nodes, an attempt's chunks) stay far below it.
 const maxSourceSeqs = 1 << 20
 
+// sourcesLen is how many seqs sourceEventSeqs (an array) expands to when
+// it is well formed, at most maxSourceSeqs: the capacity to expand it into
+// with one allocation. Malformed entries count as one, and so do ranges
+// that reach seq (the event's own, when not negative), which
+// decodeSources rejects before expanding them.
+func sourcesLen(src jv, seq int64) int {
+	n := 0
+	for el, end := src.elems(); el.i < end && n < maxSourceSeqs; el = el.after() {
+		if el.Type() == tArray {
+			if a := el.first(); a.ok() {
+				if b := a.after(); b.i < el.t.nodes[el.i].next && b.after().i == el.t.nodes[el.i].next {
+					first, err1 := a.Int64()
+					last, err2 := b.Int64()
+					if err1 == nil && err2 == nil && first >= 0 && first <= last && last-first < maxSourceSeqs &&
+						(seq < 0 || last < seq) {
+						n += int(last - first + 1)
+						continue
+					}
+				}
+			}
+		}
+		n++
+	}
+	return min(n, maxSourceSeqs)
+}
+
 // decodeSources expands sourceEventSeqs (§4.2) and checks the rules that
 // need nothing but the event itself.
 func decodeSources(r *Row, e *Event, src jv) {
@@ -629,7 +655,7 @@ func decodeSources(r *Row, e *Event, src jv) {
 		problem = fmt.Sprintf(format, args...)
 		return false
 	}
-	out := make([]int64, 0, 8)
+	out := make([]int64, 0, sourcesLen(src, e.Seq))
 	src.each(func(el jv) bool {
 		switch el.Type() {
 		case tNumber:
