@@ -25,6 +25,8 @@
 #   FloorFastjson   github.com/valyala/fastjson, each row parsed (parse only)
 #   FloorSimdjson   github.com/minio/simdjson-go ParseND over each file's rows
 #                   joined (skipped where the CPU lacks AVX2/CLMUL)
+#   AllocFloor      no parsing: only the allocations decode+validate hands
+#                   its caller (row bytes, Rows, Events, Details, Chunks)
 #   BaselineMapAny  encoding/json, each row into a map[string]any
 #
 # It prints the runs' output, then a table of medians (min–max over the
@@ -71,7 +73,7 @@ echo "# corpus: $corpus"
 
 bin="$tmp/codec.test"
 (cd bench/codec && "$go" test -c -o "$bin" .)
-args=(-test.run '^$' -test.bench '^Benchmark(DecodeValidate|FloorFastjson|FloorSimdjson|BaselineMapAny)$'
+args=(-test.run '^$' -test.bench '^Benchmark(DecodeValidate|FloorFastjson|FloorSimdjson|AllocFloor|BaselineMapAny)$'
 	-test.benchmem -test.count 1 -test.benchtime "$benchtime")
 if [[ -n "${CPUS:-}" ]]; then
 	args+=(-test.cpu "$CPUS")
@@ -99,7 +101,7 @@ function median(name, unit,    n, i, a) {
 	lo[name, unit] = a[1]; hi[name, unit] = a[n]
 	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
-/^Benchmark(DecodeValidate|FloorFastjson|FloorSimdjson|BaselineMapAny)(-[0-9]+)?[ \t]/ {
+/^Benchmark(DecodeValidate|FloorFastjson|FloorSimdjson|AllocFloor|BaselineMapAny)(-[0-9]+)?[ \t]/ {
 	name = $1
 	sub(/-[0-9]+$/, "", name)
 	sub(/^Benchmark/, "", name)
@@ -111,10 +113,11 @@ END {
 		print "codec.sh: benchmark results missing from the output" > "/dev/stderr"
 		exit 1
 	}
-	n = split("DecodeValidate FloorFastjson FloorSimdjson BaselineMapAny", names, " ")
+	n = split("DecodeValidate FloorFastjson FloorSimdjson AllocFloor BaselineMapAny", names, " ")
 	label["DecodeValidate"] = "decode+validate (sessionlog)"
 	label["FloorFastjson"] = "floor: fastjson (parse only)"
 	label["FloorSimdjson"] = "floor: simdjson-go ParseND"
+	label["AllocFloor"] = "API allocations only (no parsing)"
 	label["BaselineMapAny"] = "baseline: encoding/json map[string]any"
 	printf "%-40s %5s %13s %13s %23s %27s %12s %12s %12s\n", "benchmark (median of samples)", "runs", "ns/op", "cpu-ns/op", "MB/s (min-max)", "events/s (min-max)", "allocs/event", "allocs/op", "B/op"
 	for (j = 1; j <= n; j++) {
@@ -138,6 +141,10 @@ END {
 	printf "throughput ratio decode+validate/baseline: %.2f\n", mbs["DecodeValidate"] / mbs["BaselineMapAny"]
 	if (cpu["DecodeValidate"] > 0 && cpu[floor] > 0)
 		printf "CPU-time ratio parse-floor/decode+validate (cpu-ns/op, less disturbed by a busy machine): %.2f\n", cpu[floor] / cpu["DecodeValidate"]
+	if (runs["AllocFloor"]) {
+		printf "share of decode+validate CPU time its API allocations alone take: %.2f\n", cpu["AllocFloor"] / cpu["DecodeValidate"]
+		printf "ratio bound if parsing cost what the floor parser costs, plus those allocations: %.2f (wall) %.2f (CPU)\n", ns[floor] / (ns[floor] + ns["AllocFloor"]), cpu[floor] / (cpu[floor] + cpu["AllocFloor"])
+	}
 	ratio = mbs["DecodeValidate"] / mbs[floor]
 	printf "goal (>= 0.50 of the parse floor): %s\n", (ratio >= 0.5 ? "met" : "NOT met")
 	printf "throughput ratio decode+validate/parse-floor: %.2f\n", ratio

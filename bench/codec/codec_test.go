@@ -11,6 +11,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"sort"
 	"strings"
@@ -217,6 +218,124 @@ func BenchmarkFloorSimdjson(b *testing.B) {
 		return nil
 	}
 	run(b, c, f)
+}
+
+// shape is what the decoder allocates for one row, as BenchmarkAllocFloor
+// repeats it: the row's bytes, and its Row with its events and their
+// details or chunks.
+type shape struct {
+	bytes   int
+	events  int
+	packed  bool // a Row, []Event and []Chunk of its own
+	chunk   bool // one event with a Chunk
+	detail  bool // one event with a Detail of its own
+	sources int  // an expanded sourceEventSeqs
+}
+
+var (
+	shapesOnce sync.Once
+	shapes     []shape
+)
+
+// rowShapes records, outside any timed loop, the shape of every row one
+// pass of the decoder returns.
+func rowShapes(b *testing.B, c *corpus) []shape {
+	shapesOnce.Do(func() {
+		empty := &sessionlog.Detail{}
+		for _, data := range c.files {
+			dec, err := sessionlog.NewDecoder(bytes.NewReader(data), sessionlog.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			for {
+				row, err := dec.Next()
+				if err != nil {
+					break
+				}
+				s := shape{bytes: len(row.Bytes), events: len(row.Events), packed: row.Kind == sessionlog.RowPacked}
+				if len(row.Events) == 1 {
+					e := &row.Events[0]
+					s.chunk = e.Chunk != nil
+					s.detail = e.Detail != nil && !reflect.DeepEqual(*e.Detail, *empty)
+					s.sources = len(e.Sources)
+				}
+				shapes = append(shapes, s)
+			}
+			dec.Close()
+		}
+	})
+	return shapes
+}
+
+// The blocks a one-event row is allocated in, as the decoder lays them out.
+type (
+	rowEvent struct {
+		row sessionlog.Row
+		ev  [1]sessionlog.Event
+	}
+	rowDetail struct {
+		row sessionlog.Row
+		ev  [1]sessionlog.Event
+		det sessionlog.Detail
+	}
+	rowChunk struct {
+		row   sessionlog.Row
+		ev    [1]sessionlog.Event
+		chunk sessionlog.Chunk
+	}
+)
+
+var sinkRow *sessionlog.Row
+
+// BenchmarkAllocFloor allocates, per op, what one pass of decode+validate
+// hands its caller (each row's bytes copied, a Row per row, an Event per
+// logical event, a Detail or Chunk where the decoder gives one), with the
+// rows' pointers set, and parses nothing: the part of decode+validate's
+// time that its API's allocations cost (a lower bound; the decoder carves
+// row bytes out of larger slabs, which this ignores).
+func BenchmarkAllocFloor(b *testing.B) {
+	c := loadCorpus(b)
+	sh := rowShapes(b, c)
+	src := c.files[0]
+	run(b, c, func() error {
+		for _, s := range sh {
+			buf := make([]byte, s.bytes)
+			copy(buf, src)
+			var r *sessionlog.Row
+			switch {
+			case s.packed:
+				r = new(sessionlog.Row)
+				r.Events = make([]sessionlog.Event, s.events)
+				chunks := make([]sessionlog.Chunk, s.events)
+				for k := range r.Events {
+					r.Events[k].Row, r.Events[k].Chunk = r, &chunks[k]
+				}
+			case s.events != 1:
+				r = new(sessionlog.Row)
+			case s.chunk:
+				o := new(rowChunk)
+				r = &o.row
+				r.Events = o.ev[:]
+				o.ev[0].Row, o.ev[0].Chunk = r, &o.chunk
+			case s.detail:
+				o := new(rowDetail)
+				r = &o.row
+				r.Events = o.ev[:]
+				o.ev[0].Row, o.ev[0].Detail = r, &o.det
+			default:
+				o := new(rowEvent)
+				r = &o.row
+				r.Events = o.ev[:]
+				o.ev[0].Row = r
+			}
+			if s.sources > 0 {
+				r.Events[0].Sources = make([]int64, s.sources)
+			}
+			r.Bytes = buf
+			sinkRow = r
+		}
+		return nil
+	})
 }
 
 func checkRows(c *corpus, rows int, err error) error {
