@@ -79,6 +79,9 @@ type RowDecoder struct {
 	// otherwise each Decode takes one from the pool.
 	tape *tape
 
+	// dts is decodePacked's scratch for a packed row's dt values.
+	dts []int64
+
 	// The detail and chunk of the event being decoded, allocated with its
 	// row (see newEventRow); nil when the row has none.
 	det   *Detail
@@ -1125,13 +1128,16 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 		fail(seq0, typ+" row data needs integer turn, step and index")
 		return
 	}
-	// The members and dt are checked in place, then expanded in one walk
-	// over both: no slices of values.
+	// The members and dt are checked in place; dt's values are read once
+	// into the decoder's scratch. Members and dt entries that pass are
+	// leaves (strings, numbers), so their nodes are consecutive: member k
+	// is node m0+k.
 	members := data.Get(membersKey)
 	nMembers := 0
 	membersOK := true // every member a string
-	for m, end := members.elems(); m.i < end; m = m.after() {
-		if m.Type() != tString {
+	m0, mEnd := members.elems()
+	for k := m0.i; k < mEnd; k++ {
+		if members.t.nodes[k].typ != tString {
 			membersOK = false
 			break
 		}
@@ -1140,18 +1146,18 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	dt := data.Get("dt")
 	nDt := 0
 	dtOK := true // every entry a safe integer
-	var dtBuf [64]int64
-	dts := dtBuf[:0] // the first entries, read once (the rest are read again below)
-	for x, end := dt.elems(); x.i < end; x = x.after() {
+	dts := d.dts[:0]
+	for x, end := dt.elems(); x.i < end; x.i++ {
 		n, ok := safeInt(x)
 		if !ok {
 			dtOK = false
 			break
 		}
-		if len(dts) < cap(dts) {
-			dts = append(dts, n)
-		}
+		dts = append(dts, n)
 		nDt++
+	}
+	if cap(dts) <= maxPooledNodes {
+		d.dts = dts[:0]
 	}
 	switch {
 	case !membersOK:
@@ -1160,7 +1166,7 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	case nMembers == 0:
 		fail(seq0, fmt.Sprintf("%s row needs a non-empty %q array", typ, membersKey))
 		return
-	case dt.Type() != tArray || dt.arrayLen() != nMembers-1:
+	case dt.Type() != tArray || (dtOK && nDt != nMembers-1) || (!dtOK && dt.arrayLen() != nMembers-1):
 		fail(seq0, fmt.Sprintf("%s row needs \"dt\" with %d entries (members − 1)", typ, nMembers-1))
 		return
 	case !dtOK:
@@ -1194,18 +1200,11 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	}
 	events := make([]Event, nMembers)
 	chunks := make([]Chunk, nMembers)
+	mnodes := members.t.nodes[m0.i : m0.i+uint32(nMembers)]
 	t := time0
-	m, x := members.first(), dt.first()
 	for k := range events {
 		if k > 0 {
-			var n int64
-			if k-1 < len(dts) {
-				n = dts[k-1]
-			} else {
-				n, _ = safeInt(x)
-			}
-			x = x.after()
-			t += n
+			t += dts[k-1]
 			if t > maxSafeInteger || t < -maxSafeInteger {
 				fail(seq0+int64(k), "reconstructed time is not a safe integer")
 				return
@@ -1214,11 +1213,10 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 		// Field by field: the rest is zero already.
 		c := &chunks[k]
 		c.Type, c.Index, c.HasIndex = chunkType, index, true
-		c.DeltaBytes = m.strLen() // the encoded length: zero only for ""
+		c.DeltaBytes = int(mnodes[k].end - mnodes[k].start) // the encoded length: zero only for ""
 		if tool {
 			c.ID, c.Name = id, name
 		}
-		m = m.after()
 		e := &events[k]
 		e.Row, e.Member, e.Type = r, k, "assistant/chunk"
 		e.Seq, e.Time = seq0+int64(k), t
