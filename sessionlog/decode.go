@@ -220,7 +220,9 @@ func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 		return invalid(CodeRowNotObject, fmt.Sprintf("row is a JSON %s, not an object", v.Type()))
 	}
 	var w wrapping
-	env := unwrap(&w, v)
+	var m record
+	m.read(v)
+	env := unwrap(&w, v, &m)
 	if !env.ok() {
 		r := &Row{Kind: w.kind}
 		w.fill(r, line, b)
@@ -229,7 +231,11 @@ func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 		}
 		return r, nil
 	}
-	r, err := d.decodeRecord(&w, line, b, env)
+	if env.i != v.i { // a wrapped record: its own members
+		m = record{}
+		m.read(env)
+	}
+	r, err := d.decodeRecord(&w, line, b, env, &m)
 	if err != nil {
 		return r, err
 	}
@@ -263,22 +269,9 @@ func firstInvalidUTF8(b []byte) int {
 
 // unwrap recognises the line wrappers of §9 and returns the record inside,
 // or nil when the row carries none (then r is complete).
-func unwrap(w *wrapping, v jv) jv {
-	// The first member of each name, found in one walk of the row.
-	var typ, method, id, event jv
-	v.GetObject().visitRaw(func(k uint32, val jv) {
-		t := v.t
-		switch {
-		case !typ.ok() && t.keyIs(k, "type"):
-			typ = val
-		case !method.ok() && t.keyIs(k, "method"):
-			method = val
-		case !id.ok() && t.keyIs(k, "id"):
-			id = val
-		case !event.ok() && t.keyIs(k, "event"):
-			event = val
-		}
-	})
+func unwrap(w *wrapping, v jv, m *record) jv {
+	// The first member of each name, from the walk of the row m is.
+	typ, method, id, event := m.typ, m.method, m.id, m.event
 	if method.ok() && !typ.ok() {
 		w.wrapper = WrapJSONRPC
 		w.method = method.String()
@@ -337,9 +330,7 @@ func unwrap(w *wrapping, v jv) jv {
 
 // decodeRecord decodes a header, packed row or event record into a new
 // row (line, b and w's fields filled in).
-func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jv) (*Row, error) {
-	var m record
-	m.read(v)
+func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jv, m *record) (*Row, error) {
 	tv := m.typ
 	if !tv.ok() || tv.Type() != tString {
 		r := new(Row)
@@ -370,7 +361,7 @@ func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jv) (*Row, 
 	e.Row = r
 	e.Type = typ
 	e.Detail = noDetail
-	d.decodeEnvelope(r, e, v, &m)
+	d.decodeEnvelope(r, e, v, m)
 	d.det, d.chunk = nil, nil
 	return r, nil
 }
@@ -379,6 +370,9 @@ func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jv) (*Row, 
 // first of each name), found in one walk over the record.
 type record struct {
 	typ, seq, seq0, time, data, ignorable, surfaceOp, sources jv
+	// method, id and event are the line wrappers' keys (unwrap); in a
+	// record they are extra.
+	method, id, event jv
 	// extra: the record has a key a v2+ envelope may not carry.
 	extra bool
 }
@@ -411,6 +405,15 @@ func (m *record) read(v jv) {
 			slot = &m.sources
 		case "seq0":
 			slot = &m.seq0
+			m.extra = true
+		case "method":
+			slot = &m.method
+			m.extra = true
+		case "id":
+			slot = &m.id
+			m.extra = true
+		case "event":
+			slot = &m.event
 			m.extra = true
 		default:
 			m.extra = true
