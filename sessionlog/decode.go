@@ -741,10 +741,11 @@ func decodeSources(r *Row, e *Event, src jv) {
 
 // decodeData reads the typed payload fields the validator and engine need.
 func (d *RowDecoder) decodeData(r *Row, e *Event, data jv) {
-	if n, ok := intField(data, "turn"); ok {
+	turn, step := data.get2("turn", "step")
+	if n, ok := intValue(turn); ok {
 		e.Turn, e.HasTurn = n, true
 	}
-	if n, ok := intField(data, "step"); ok {
+	if n, ok := intValue(step); ok {
 		e.Step, e.HasStep = n, true
 	}
 	switch e.Type {
@@ -1124,8 +1125,9 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 		fail(seq0, fmt.Sprintf("%s row data may not carry %q", typ, extra))
 		return
 	}
-	turn, okT := intField(data, "turn")
-	step, okS := intField(data, "step")
+	turnV, stepV := data.get2("turn", "step")
+	turn, okT := intValue(turnV)
+	step, okS := intValue(stepV)
 	index, okI := intField(data, "index")
 	if !okT || !okS || !okI {
 		fail(seq0, typ+" row data needs integer turn, step and index")

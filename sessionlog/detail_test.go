@@ -50,3 +50,28 @@ func TestDetailTypes(t *testing.T) {
 		t.Fatalf("noDetail was written to: %+v", *noDetail)
 	}
 }
+
+// TestGet2 checks that get2 finds what two get1 calls find: the first
+// member of each name, escaped keys included, nothing in nested objects.
+func TestGet2(t *testing.T) {
+	for _, row := range []string{
+		`{"turn":1,"turn":2,"step":3}`,
+		`{"step":3,"x":{"turn":9},"turn":1,"step":4}`,
+		`{"t\u0075rn":5,"step":6}`,
+		`{"x":{"turn":1,"step":2}}`,
+		`{}`,
+		`[1,2]`,
+	} {
+		tp := getTape()
+		if syntax, _ := tp.parse([]byte(row), 64, true); syntax != nil {
+			t.Fatalf("%s: %v", row, syntax.msg)
+		}
+		v := tp.root()
+		a, b := v.get2("turn", "step")
+		wa, wb := v.get1("turn"), v.get1("step")
+		if a != wa || b != wb {
+			t.Errorf("%s: get2 = %v, %v; get1 = %v, %v", row, a.i, b.i, wa.i, wb.i)
+		}
+		putTape(tp)
+	}
+}
