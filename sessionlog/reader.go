@@ -65,9 +65,8 @@ type Decoder struct {
 	tail       *Tail
 	done       bool
 	compressed bool
-	ownSrc     bool   // src is the Decoder's, not the caller's
-	consumed   int64  // bytes the last readLine consumed, newline included
-	slab       []byte // the unused part of the current row slab (rowBuf)
+	ownSrc     bool  // src is the Decoder's, not the caller's
+	consumed   int64 // bytes the last readLine consumed, newline included
 }
 
 // NewDecoder returns a Decoder reading r. It sniffs the first bytes for
@@ -122,7 +121,6 @@ func newReader(r io.Reader) (*bufio.Reader, bool) {
 // buffers stay with the zstd decoder, which reads from one of them.
 func (d *Decoder) finish() {
 	d.done = true
-	d.slab = nil
 	if d.rows.tape != nil {
 		putTape(d.rows.tape)
 		d.rows.tape = nil
@@ -232,31 +230,6 @@ func blank(b []byte) bool {
 	return true
 }
 
-// Rows up to rowSlabMax bytes are copied into slabs that a Decoder carves
-// up (one allocation for dozens of typical rows, not one each); longer rows
-// get their own. A slab holds what the read buffer holds beyond the row, up
-// to rowSlabSize bytes, so that the end of a stream wastes little. A row's
-// slice is capped at its length, so appending to one never writes into the
-// next. A Row that is kept (or a string read from it) keeps its slab alive:
-// at most rowSlabSize bytes.
-const (
-	rowSlabSize = 32 << 10
-	rowSlabMax  = 1 << 10
-)
-
-// rowBuf returns n bytes for a row's copy (see rowSlabSize).
-func (d *Decoder) rowBuf(n int) []byte {
-	if n > rowSlabMax {
-		return make([]byte, n)
-	}
-	if len(d.slab) < n {
-		d.slab = make([]byte, min(max(n+d.br.Buffered(), 2*rowSlabMax), rowSlabSize))
-	}
-	b := d.slab[:n:n]
-	d.slab = d.slab[n:]
-	return b
-}
-
 // readLine returns the next line without its newline, as a fresh slice the
 // caller owns. A line over the limit is consumed and dropped (tooLong).
 func (d *Decoder) readLine() (line []byte, tooLong bool, err error) {
@@ -272,7 +245,7 @@ func (d *Decoder) readLine() (line []byte, tooLong bool, err error) {
 		if !tooLong {
 			if acc == nil && err == nil {
 				// The common case: the whole line in one fragment.
-				out := d.rowBuf(len(frag) - 1)
+				out := make([]byte, len(frag)-1)
 				copy(out, frag)
 				return out, false, nil
 			}
