@@ -79,6 +79,9 @@ type RowDecoder struct {
 	// otherwise each Decode takes one from the pool.
 	tape *tape
 
+	// dts is decodePacked's scratch for a packed row's dt values.
+	dts []int64
+
 	// The detail and chunk of the event being decoded, allocated with its
 	// row (see newEventRow); nil when the row has none.
 	det   *Detail
@@ -126,13 +129,18 @@ func (d *RowDecoder) newEventRow(typ string) *Row {
 	return r
 }
 
-// hasDetail reports whether events of type typ carry a Detail.
+// hasDetail reports whether events of type typ carry a Detail: exactly the
+// types whose fields decodeDetail reads (the others share noDetail, so a
+// row of theirs is allocated without one).
 func hasDetail(typ string) bool {
 	switch typ {
-	case "turn/start", "step/start", "step/end", "assistant/chunk", "assistant/attempt":
-		return false
+	case "turn/end", "tool/call", "tool/result", "user/message", "system/message",
+		"developer/message", "assistant/message", "request/header", "request/context",
+		"tool/ptc-dispatch-start", "tool/ptc-dispatch", "tool/code-dispatch-start", "tool/code-dispatch",
+		"llm/retry", "llm/retry-started", "session/end-seed", "approval/asked":
+		return true
 	}
-	return knownTypes[typ]
+	return false
 }
 
 // wrapping is what a row's line wrapper (§9) says, read before the record
@@ -212,7 +220,9 @@ func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 		return invalid(CodeRowNotObject, fmt.Sprintf("row is a JSON %s, not an object", v.Type()))
 	}
 	var w wrapping
-	env := unwrap(&w, v)
+	var m record
+	m.read(v)
+	env := unwrap(&w, v, &m)
 	if !env.ok() {
 		r := &Row{Kind: w.kind}
 		w.fill(r, line, b)
@@ -221,7 +231,11 @@ func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 		}
 		return r, nil
 	}
-	r, err := d.decodeRecord(&w, line, b, env)
+	if env.i != v.i { // a wrapped record: its own members
+		m = record{}
+		m.read(env)
+	}
+	r, err := d.decodeRecord(&w, line, b, env, &m)
 	if err != nil {
 		return r, err
 	}
@@ -255,22 +269,9 @@ func firstInvalidUTF8(b []byte) int {
 
 // unwrap recognises the line wrappers of §9 and returns the record inside,
 // or nil when the row carries none (then r is complete).
-func unwrap(w *wrapping, v jv) jv {
-	// The first member of each name, found in one walk of the row.
-	var typ, method, id, event jv
-	v.GetObject().visitRaw(func(k uint32, val jv) {
-		t := v.t
-		switch {
-		case !typ.ok() && t.keyIs(k, "type"):
-			typ = val
-		case !method.ok() && t.keyIs(k, "method"):
-			method = val
-		case !id.ok() && t.keyIs(k, "id"):
-			id = val
-		case !event.ok() && t.keyIs(k, "event"):
-			event = val
-		}
-	})
+func unwrap(w *wrapping, v jv, m *record) jv {
+	// The first member of each name, from the walk of the row m is.
+	typ, method, id, event := m.typ, m.method, m.id, m.event
 	if method.ok() && !typ.ok() {
 		w.wrapper = WrapJSONRPC
 		w.method = method.String()
@@ -329,9 +330,7 @@ func unwrap(w *wrapping, v jv) jv {
 
 // decodeRecord decodes a header, packed row or event record into a new
 // row (line, b and w's fields filled in).
-func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jv) (*Row, error) {
-	var m record
-	m.read(v)
+func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jv, m *record) (*Row, error) {
 	tv := m.typ
 	if !tv.ok() || tv.Type() != tString {
 		r := new(Row)
@@ -362,7 +361,7 @@ func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jv) (*Row, 
 	e.Row = r
 	e.Type = typ
 	e.Detail = noDetail
-	d.decodeEnvelope(r, e, v, &m)
+	d.decodeEnvelope(r, e, v, m)
 	d.det, d.chunk = nil, nil
 	return r, nil
 }
@@ -371,6 +370,9 @@ func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jv) (*Row, 
 // first of each name), found in one walk over the record.
 type record struct {
 	typ, seq, seq0, time, data, ignorable, surfaceOp, sources jv
+	// method, id and event are the line wrappers' keys (unwrap); in a
+	// record they are extra.
+	method, id, event jv
 	// extra: the record has a key a v2+ envelope may not carry.
 	extra bool
 }
@@ -403,6 +405,15 @@ func (m *record) read(v jv) {
 			slot = &m.sources
 		case "seq0":
 			slot = &m.seq0
+			m.extra = true
+		case "method":
+			slot = &m.method
+			m.extra = true
+		case "id":
+			slot = &m.id
+			m.extra = true
+		case "event":
+			slot = &m.event
 			m.extra = true
 		default:
 			m.extra = true
@@ -611,6 +622,32 @@ func (d *RowDecoder) decodeSurfaceOp(r *Row, e *Event, op jv) {
 // compaction's shadowed nodes, an attempt's chunks) stay far below it.
 const maxSourceSeqs = 1 << 20
 
+// sourcesLen is how many seqs sourceEventSeqs (an array) expands to when
+// it is well formed, at most maxSourceSeqs: the capacity to expand it into
+// with one allocation. Malformed entries count as one, and so do ranges
+// that reach seq (the event's own, when not negative), which
+// decodeSources rejects before expanding them.
+func sourcesLen(src jv, seq int64) int {
+	n := 0
+	for el, end := src.elems(); el.i < end && n < maxSourceSeqs; el = el.after() {
+		if el.Type() == tArray {
+			if a := el.first(); a.ok() {
+				if b := a.after(); b.i < el.t.nodes[el.i].next && b.after().i == el.t.nodes[el.i].next {
+					first, err1 := a.Int64()
+					last, err2 := b.Int64()
+					if err1 == nil && err2 == nil && first >= 0 && first <= last && last-first < maxSourceSeqs &&
+						(seq < 0 || last < seq) {
+						n += int(last - first + 1)
+						continue
+					}
+				}
+			}
+		}
+		n++
+	}
+	return min(n, maxSourceSeqs)
+}
+
 // decodeSources expands sourceEventSeqs (§4.2) and checks the rules that
 // need nothing but the event itself.
 func decodeSources(r *Row, e *Event, src jv) {
@@ -624,7 +661,7 @@ func decodeSources(r *Row, e *Event, src jv) {
 		problem = fmt.Sprintf(format, args...)
 		return false
 	}
-	out := make([]int64, 0, 8)
+	out := make([]int64, 0, sourcesLen(src, e.Seq))
 	src.each(func(el jv) bool {
 		switch el.Type() {
 		case tNumber:
@@ -704,15 +741,31 @@ func decodeSources(r *Row, e *Event, src jv) {
 
 // decodeData reads the typed payload fields the validator and engine need.
 func (d *RowDecoder) decodeData(r *Row, e *Event, data jv) {
-	if d.det != nil { // the type has details (hasDetail)
-		e.Detail = d.det
-	}
-	if n, ok := intField(data, "turn"); ok {
+	turn, step := data.get2("turn", "step")
+	if n, ok := intValue(turn); ok {
 		e.Turn, e.HasTurn = n, true
 	}
-	if n, ok := intField(data, "step"); ok {
+	if n, ok := intValue(step); ok {
 		e.Step, e.HasStep = n, true
 	}
+	switch e.Type {
+	case "assistant/attempt":
+		d.evidence(2, false)
+		e.Stream = decodeStream(data.Get("stream"))
+	case "assistant/chunk":
+		d.evidence(0, false)
+		e.Chunk = d.chunk
+		decodeChunk(e.Chunk, data.Get("chunk"))
+	}
+	if d.det != nil { // the type has details (hasDetail)
+		e.Detail = d.det
+		d.decodeDetail(e, data)
+	}
+}
+
+// decodeDetail reads the fields of e.Detail, which is the event's own
+// (hasDetail(e.Type)).
+func (d *RowDecoder) decodeDetail(e *Event, data jv) {
 	switch e.Type {
 	case "turn/end":
 		e.Reason = decodeReason(data.Get("reason"))
@@ -746,13 +799,6 @@ func (d *RowDecoder) decodeData(r *Row, e *Event, data jv) {
 		}
 	case "assistant/message":
 		d.decodeAssistantMessage(e, data)
-	case "assistant/attempt":
-		d.evidence(2, false)
-		e.Stream = decodeStream(data.Get("stream"))
-	case "assistant/chunk":
-		d.evidence(0, false)
-		e.Chunk = d.chunk
-		decodeChunk(e.Chunk, data.Get("chunk"))
 	case "request/header":
 		e.HasSystem = data.Get("header", "system").ok()
 		e.Provider = string(data.GetStringBytes("header", "config", "provider"))
@@ -1079,20 +1125,24 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 		fail(seq0, fmt.Sprintf("%s row data may not carry %q", typ, extra))
 		return
 	}
-	turn, okT := intField(data, "turn")
-	step, okS := intField(data, "step")
+	turnV, stepV := data.get2("turn", "step")
+	turn, okT := intValue(turnV)
+	step, okS := intValue(stepV)
 	index, okI := intField(data, "index")
 	if !okT || !okS || !okI {
 		fail(seq0, typ+" row data needs integer turn, step and index")
 		return
 	}
-	// The members and dt are checked in place, then expanded in one walk
-	// over both: no slices of values.
+	// The members and dt are checked in place; dt's values are read once
+	// into the decoder's scratch. Members and dt entries that pass are
+	// leaves (strings, numbers), so their nodes are consecutive: member k
+	// is node m0+k.
 	members := data.Get(membersKey)
 	nMembers := 0
 	membersOK := true // every member a string
-	for m, end := members.elems(); m.i < end; m = m.after() {
-		if m.Type() != tString {
+	m0, mEnd := members.elems()
+	for k := m0.i; k < mEnd; k++ {
+		if members.t.nodes[k].typ != tString {
 			membersOK = false
 			break
 		}
@@ -1101,18 +1151,18 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	dt := data.Get("dt")
 	nDt := 0
 	dtOK := true // every entry a safe integer
-	var dtBuf [64]int64
-	dts := dtBuf[:0] // the first entries, read once (the rest are read again below)
-	for x, end := dt.elems(); x.i < end; x = x.after() {
+	dts := d.dts[:0]
+	for x, end := dt.elems(); x.i < end; x.i++ {
 		n, ok := safeInt(x)
 		if !ok {
 			dtOK = false
 			break
 		}
-		if len(dts) < cap(dts) {
-			dts = append(dts, n)
-		}
+		dts = append(dts, n)
 		nDt++
+	}
+	if cap(dts) <= maxPooledNodes {
+		d.dts = dts[:0]
 	}
 	switch {
 	case !membersOK:
@@ -1121,7 +1171,7 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	case nMembers == 0:
 		fail(seq0, fmt.Sprintf("%s row needs a non-empty %q array", typ, membersKey))
 		return
-	case dt.Type() != tArray || dt.arrayLen() != nMembers-1:
+	case dt.Type() != tArray || (dtOK && nDt != nMembers-1) || (!dtOK && dt.arrayLen() != nMembers-1):
 		fail(seq0, fmt.Sprintf("%s row needs \"dt\" with %d entries (members − 1)", typ, nMembers-1))
 		return
 	case !dtOK:
@@ -1155,18 +1205,11 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	}
 	events := make([]Event, nMembers)
 	chunks := make([]Chunk, nMembers)
+	mnodes := members.t.nodes[m0.i : m0.i+uint32(nMembers)]
 	t := time0
-	m, x := members.first(), dt.first()
 	for k := range events {
 		if k > 0 {
-			var n int64
-			if k-1 < len(dts) {
-				n = dts[k-1]
-			} else {
-				n, _ = safeInt(x)
-			}
-			x = x.after()
-			t += n
+			t += dts[k-1]
 			if t > maxSafeInteger || t < -maxSafeInteger {
 				fail(seq0+int64(k), "reconstructed time is not a safe integer")
 				return
@@ -1175,11 +1218,10 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 		// Field by field: the rest is zero already.
 		c := &chunks[k]
 		c.Type, c.Index, c.HasIndex = chunkType, index, true
-		c.DeltaBytes = m.strLen() // the encoded length: zero only for ""
+		c.DeltaBytes = int(mnodes[k].end - mnodes[k].start) // the encoded length: zero only for ""
 		if tool {
 			c.ID, c.Name = id, name
 		}
-		m = m.after()
 		e := &events[k]
 		e.Row, e.Member, e.Type = r, k, "assistant/chunk"
 		e.Seq, e.Time = seq0+int64(k), t

@@ -105,9 +105,9 @@ const (
 
 // SurfaceOp is an event's surface operation (§7.1).
 type SurfaceOp struct {
-	Kind SurfaceKind
 	// Start and End are the first and last replaced surface seqs.
 	Start, End int64
+	Kind       SurfaceKind
 	// SeqKeys is true when the replace used startSeq/endSeq (v3+), false
 	// for start/end (v0–v2).
 	SeqKeys bool
@@ -201,20 +201,23 @@ type Event struct {
 	// Member is the event's index among its row's events (packed rows).
 	Member int
 
-	Type      string
-	Seq       int64
-	Time      int64
-	Ignorable bool
+	Type string
+	Seq  int64
+	Time int64
 
 	// Turn and Step are data.turn and data.step where the type has them.
-	Turn, Step       int64
-	HasTurn, HasStep bool
+	Turn, Step int64
 
 	Surface SurfaceOp
 	// Sources is sourceEventSeqs, expanded (§4.2). HasSources says whether
 	// the key was present at all ([] and absent mean different things).
-	Sources    []int64
-	HasSources bool
+	Sources []int64
+
+	// The flags sit together, so that the struct has no padding between
+	// fields (a packed row allocates one Event per member).
+	Ignorable        bool
+	HasTurn, HasStep bool
+	HasSources       bool
 	// SourcesRanged is true when the physical list used [a,b] pairs.
 	SourcesRanged bool
 
