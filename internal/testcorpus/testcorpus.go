@@ -160,13 +160,37 @@ func Testdata(t testing.TB) []string {
 	return out
 }
 
-// All returns every session log a run has, as absolute paths: the
-// repository's own (Testdata) and, when a corpus is found, every corpus
-// file after them. A missing corpus is no skip here (the repository's logs
-// still run) except under CI=true, where it fails like Dir.
-func All(t testing.TB) []string {
+// Log is one session log a test runs over.
+type Log struct {
+	// Name is the path relative to the corpus (v0/..., wire/...) or to the
+	// repository (testdata/dialects/...), slash-separated.
+	Name string
+	// Path is the absolute path.
+	Path string
+	// Stream marks a live stream in one of the line wrappers rather than a
+	// session file: the corpus's wire/ folder, testdata's wrap-*.jsonl.
+	Stream bool
+}
+
+// Logs returns every session log a run has: the repository's own (those of
+// Testdata) and, when a corpus is found, every corpus file after them. A
+// missing corpus is no skip here (the repository's logs still run) except
+// under CI=true, where it fails like Dir.
+func Logs(t testing.TB) []Log {
 	t.Helper()
-	out := Testdata(t)
+	root, err := Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []Log
+	for _, p := range Testdata(t) {
+		rel, err := filepath.Rel(root, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, Log{Name: filepath.ToSlash(rel), Path: p,
+			Stream: strings.HasPrefix(filepath.Base(p), "wrap-")})
+	}
 	d, err := Find()
 	switch {
 	case err == nil:
@@ -175,7 +199,8 @@ func All(t testing.TB) []string {
 			t.Fatal(err)
 		}
 		for _, f := range files {
-			out = append(out, filepath.Join(d, filepath.FromSlash(f)))
+			out = append(out, Log{Name: f, Path: filepath.Join(d, filepath.FromSlash(f)),
+				Stream: strings.HasPrefix(f, "wire/")})
 		}
 	case !errors.Is(err, ErrNotFound):
 		t.Fatal(err)
@@ -183,6 +208,32 @@ func All(t testing.TB) []string {
 		t.Fatalf("%v and CI=true: %s", err, Hint)
 	}
 	return out
+}
+
+// All is the paths of Logs.
+func All(t testing.TB) []string {
+	t.Helper()
+	var out []string
+	for _, l := range Logs(t) {
+		out = append(out, l.Path)
+	}
+	return out
+}
+
+// Available reports whether tests should go on to corpus files: false only
+// when no corpus is found and CI is not set (then Dir would skip). Under
+// CI=true, or with a $DSH_CORPUS that names nothing, it is true, so that the
+// Dir or Path that follows fails loudly.
+func Available() bool {
+	_, err := Find()
+	return !errors.Is(err, ErrNotFound) || InCI()
+}
+
+// Path is a corpus file's absolute path, rel being slash-separated and
+// relative to Dir. It skips like Dir.
+func Path(t testing.TB, rel string) string {
+	t.Helper()
+	return filepath.Join(Dir(t), filepath.FromSlash(rel))
 }
 
 func list(root string) ([]string, error) {

@@ -150,3 +150,42 @@ func TestTestdataHasTheDialects(t *testing.T) {
 		t.Errorf("no testdata/dialects files in %v", files)
 	}
 }
+
+func TestLogsWithoutCorpus(t *testing.T) {
+	root := inBareClone(t)
+	t.Setenv("DSH_CORPUS", "")
+	t.Setenv("CI", "")
+	for _, name := range []string{"dialects/v4-x.jsonl", "dialects/wrap-y.jsonl", "seed/z.jsonl", "hostile/h.jsonl"} {
+		p := filepath.Join(root, "testdata", filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logs := Logs(t)
+	var got []string
+	for _, l := range logs {
+		got = append(got, fmt.Sprintf("%s stream=%v", l.Name, l.Stream))
+		if !filepath.IsAbs(l.Path) {
+			t.Errorf("%s: path %s is not absolute", l.Name, l.Path)
+		}
+	}
+	want := []string{"testdata/dialects/v4-x.jsonl stream=false", "testdata/dialects/wrap-y.jsonl stream=true", "testdata/seed/z.jsonl stream=false"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("Logs = %v, want %v", got, want)
+	}
+
+	shared := filepath.Join(filepath.Dir(root), "shared", "dsh-corpus", "wire", "v0")
+	if err := os.MkdirAll(shared, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(shared, "n.jsonl"), []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	logs = Logs(t)
+	if last := logs[len(logs)-1]; len(logs) != 4 || last.Name != "wire/v0/n.jsonl" || !last.Stream {
+		t.Errorf("with a corpus: %+v", logs)
+	}
+}
