@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/plogtest"
@@ -46,9 +45,9 @@ func rowsOf(t *testing.T, path string) ([]*sessionlog.Row, sessionlog.Format) {
 // position, as a restarted receiver would — and the records equal those of
 // one uninterrupted pass, trace and span ids included.
 func TestPositionSaveRestore(t *testing.T) {
-	dir := testcorpus.Dir(t)
-	for _, rel := range testcorpus.Files(t) {
-		rows, f := rowsOf(t, filepath.Join(dir, rel))
+	for _, l := range testcorpus.Logs(t) {
+		rel := l.Name
+		rows, f := rowsOf(t, l.Path)
 		const session = "s"
 
 		want := plog.NewLogs()
