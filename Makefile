@@ -27,7 +27,7 @@ run: otelcol-dsh
 # repository, else .corpus/dsh-corpus (what `make corpus` fetches). Without
 # one those tests skip; with CI=true they fail.
 CORPUS_FOUND := $(or $(DSH_CORPUS),$(wildcard $(abspath $(CURDIR)/..)/shared/dsh-corpus),$(wildcard $(CURDIR)/.corpus/dsh-corpus))
-CORPUS_LINE  := $(if $(CORPUS_FOUND),corpus: $(CORPUS_FOUND),no dsh corpus: conformance tests skipped (set DSH_CORPUS to one, put one at ../shared/dsh-corpus, or run: make corpus))
+CORPUS_LINE  := $(if $(CORPUS_FOUND),corpus: $(CORPUS_FOUND),no dsh corpus - conformance tests skipped; to run them set DSH_CORPUS, put one at ../shared/dsh-corpus, or run make corpus)
 
 # The quick suite (a few minutes): formatting, vet, and every package's
 # tests — unit, the repository's own testdata logs, and the corpus
