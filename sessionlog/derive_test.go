@@ -98,12 +98,12 @@ func TestDeriveCorpus(t *testing.T) {
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
-// Every corpus file derives, at the end and before each of its steps, and
-// what comes out is valid JSON content.
+// Every log (ours and the corpus's) derives, at the end and before each of
+// its steps, and what comes out is valid JSON content.
 func TestDeriveWholeCorpus(t *testing.T) {
-	dir := testcorpus.Dir(t)
-	for _, rel := range testcorpus.Files(t) {
-		h := deriveFile(t, filepath.Join(dir, rel), nil)
+	for _, l := range testcorpus.Logs(t) {
+		rel := l.Name
+		h := deriveFile(t, l.Path, nil)
 		for _, m := range h.All() {
 			if !json.Valid([]byte(m.Content())) || !strings.HasPrefix(m.Content(), "[") {
 				t.Errorf("%s seq %d: content is not a JSON array: %.80s", rel, m.Seq(), m.Content())

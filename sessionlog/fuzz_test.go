@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/big"
 	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -199,13 +198,13 @@ func fuzzCorpusRows(f *testing.F, maxLen int) [][]byte {
 	return out
 }
 
-// fuzzCorpusFiles reads every corpus file.
+// fuzzCorpusFiles reads the repository's session logs and, when a corpus
+// is found, every corpus file.
 func fuzzCorpusFiles(f *testing.F) [][]byte {
 	f.Helper()
-	dir := testcorpus.Dir(f)
 	var out [][]byte
-	for _, rel := range testcorpus.Files(f) {
-		data, err := os.ReadFile(filepath.Join(dir, rel))
+	for _, path := range testcorpus.All(f) {
+		data, err := os.ReadFile(path)
 		if err != nil {
 			f.Fatal(err)
 		}

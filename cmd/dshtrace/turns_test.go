@@ -94,9 +94,8 @@ var negative = regexp.MustCompile(`(^|\s)-[0-9]`)
 // produce an outline, each turn/start must give one turn line, and no
 // duration may be negative however the clock jumped.
 func TestTurnsCorpus(t *testing.T) {
-	root := testcorpus.Dir(t)
-	for _, rel := range testcorpus.Files(t) {
-		path := filepath.Join(root, rel)
+	for _, l := range testcorpus.Logs(t) {
+		rel, path := l.Name, l.Path
 		code, out, errs := runCLI(t, "", "turns", path)
 		if code != 0 {
 			t.Errorf("%s: exit %d, stderr %q", rel, code, errs)

@@ -36,10 +36,9 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 // connector pair, gives zero violations and exactly the turns (spans and
 // ids) of turnengine.Replay on the file; each event is counted once.
 func TestCorpusThroughConnector(t *testing.T) {
-	dir := testcorpus.Dir(t)
-	for _, rel := range testcorpus.Files(t) {
-		t.Run(rel, func(t *testing.T) {
-			path := filepath.Join(dir, rel)
+	for _, l := range testcorpus.Logs(t) {
+		t.Run(l.Name, func(t *testing.T) {
+			path := l.Path
 			ld, events := buildRecords(t, path, "s")
 			h := newHarness(t, createDefaultConfig(), nil, nil)
 			h.start()

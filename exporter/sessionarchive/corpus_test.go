@@ -149,12 +149,12 @@ func replay(t testing.TB, path, session string) ptrace.Traces {
 // violations and no torn tail, and replays to the same spans — same ids —
 // as the corpus file itself.
 func TestCorpusArchive(t *testing.T) {
-	dir := testcorpus.Dir(t)
+	logs := testcorpus.Logs(t)
 	for _, compression := range []string{CompressionNone, CompressionZstd} {
-		for _, rel := range testcorpus.Files(t) {
-			t.Run(compression+"/"+rel, func(t *testing.T) {
+		for _, l := range logs {
+			t.Run(compression+"/"+l.Name, func(t *testing.T) {
 				t.Parallel()
-				path := filepath.Join(dir, rel)
+				path := l.Path
 				root := t.TempDir()
 				cfg := testConfig(root)
 				cfg.Compression = compression

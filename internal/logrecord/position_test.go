@@ -2,7 +2,6 @@ package logrecord
 
 import (
 	"encoding/json"
-	"path/filepath"
 	"testing"
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
@@ -19,13 +18,9 @@ import (
 // position, as a restarted receiver would — and the records equal those of
 // one uninterrupted pass, trace and span ids included.
 func TestPositionSaveRestore(t *testing.T) {
-	dir := testcorpus.Dir(t)
-	files := testcorpus.Dialects(t)
-	for _, rel := range testcorpus.Files(t) {
-		files = append(files, filepath.Join(dir, rel))
-	}
-	for _, rel := range files {
-		rows := testlog.Rows(t, rel, "s")
+	for _, l := range testcorpus.Logs(t) {
+		rel := l.Name
+		rows := testlog.Rows(t, l.Path, "s")
 		const session = "s"
 
 		want := plog.NewLogs()

@@ -13,16 +13,6 @@ import (
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 )
 
-// liveFiles are testdata's sample logs and, when found, the corpus.
-func liveFiles(t *testing.T) []string {
-	files := testcorpus.Dialects(t)
-	dir := testcorpus.Dir(t)
-	for _, rel := range testcorpus.Files(t) {
-		files = append(files, filepath.Join(dir, rel))
-	}
-	return files
-}
-
 // spanKey is what must agree between live and whole emission: a span's
 // identity, place and content; its times too unless either side clamped
 // them (a live step is clamped into its turn's start only: its turn's end
@@ -50,7 +40,7 @@ func spanKeys(td ptrace.Traces) map[string]string {
 // the turn's end yields the same spans, ids included, as emitting each
 // turn whole — every span once.
 func TestLiveStepsEqualWhole(t *testing.T) {
-	for _, path := range liveFiles(t) {
+	for _, path := range testcorpus.All(t) {
 		inputs := loadFile(t, path, "s")
 		_, whole := run(Config{}, inputs)
 		e := New(Config{LiveSteps: true})

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -36,10 +35,10 @@ type corpusFile struct {
 
 func loadCorpus(t *testing.T) []corpusFile {
 	t.Helper()
-	dir := testcorpus.Dir(t)
 	var out []corpusFile
-	for _, rel := range testcorpus.Files(t) {
-		raw, err := os.ReadFile(filepath.Join(dir, rel))
+	for _, l := range testcorpus.Logs(t) {
+		rel := l.Name
+		raw, err := os.ReadFile(l.Path)
 		require.NoError(t, err)
 		cf := corpusFile{rel: rel, raw: raw, version: -1}
 		dec, err := sessionlog.NewDecoder(bytes.NewReader(raw), sessionlog.Options{DecodeUnterminated: true})
