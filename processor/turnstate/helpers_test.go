@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/connector"
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer"
@@ -118,9 +119,21 @@ func (h *harness) gauge(name string) int64 {
 // returns every span it emitted by (trace id, span id).
 func connectorSpans(t *testing.T, bs []plog.Logs) map[spanKey]ptrace.Span {
 	t.Helper()
+	return connectorSpansWith(t, bs, nil)
+}
+
+// connectorSpansWith is connectorSpans with config keys set by conf.
+func connectorSpansWith(t *testing.T, bs []plog.Logs, conf func(map[string]any)) map[spanKey]ptrace.Span {
+	t.Helper()
 	f := connturnstate.NewFactory()
+	cfg := f.CreateDefaultConfig()
+	if conf != nil {
+		m := map[string]any{}
+		conf(m)
+		require.NoError(t, confmap.NewFromStringMap(m).Unmarshal(cfg))
+	}
 	sink := new(consumertest.TracesSink)
-	c, err := f.CreateLogsToTraces(context.Background(), connectortest.NewNopSettings(f.Type()), f.CreateDefaultConfig(),
+	c, err := f.CreateLogsToTraces(context.Background(), connectortest.NewNopSettings(f.Type()), cfg,
 		connector.NewTracesRouter(map[pipeline.ID]consumer.Traces{pipeline.NewID(pipeline.SignalTraces): sink}))
 	require.NoError(t, err)
 	require.NoError(t, c.Start(context.Background(), componenttest.NewNopHost()))
