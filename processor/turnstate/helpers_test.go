@@ -224,7 +224,7 @@ func batches(ld plog.Logs, n int) []plog.Logs {
 // receiverRecords are the session_event receiver's records of the log at
 // path (one per physical row, packed rows included), with the ids and
 // attributes the receiver stamps removed, so only the processor's show.
-func receiverRecords(t *testing.T, path string) plog.Logs {
+func receiverRecords(t testing.TB, path string) plog.Logs {
 	t.Helper()
 	ld := plog.NewLogs()
 	bySession := map[string]plog.LogRecordSlice{}
@@ -250,7 +250,7 @@ func receiverRecords(t *testing.T, path string) plog.Logs {
 // dshV4Export is dsh v4's own OTLP log export of the log: event name
 // session-log, the envelope as JSON text in attribute content (key order
 // and bytes not preserved), no trace context.
-func dshV4Export(t *testing.T, path string) plog.Logs {
+func dshV4Export(t testing.TB, path string) plog.Logs {
 	t.Helper()
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
@@ -275,7 +275,7 @@ func dshV4Export(t *testing.T, path string) plog.Logs {
 // dshV0Export is dsh v0's own OTLP log export of the log: body = data,
 // event.type/event.seq attributes, and only the first assistant/chunk of
 // each step.
-func dshV0Export(t *testing.T, path string) plog.Logs {
+func dshV0Export(t testing.TB, path string) plog.Logs {
 	t.Helper()
 	ld := plog.NewLogs()
 	lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
@@ -310,7 +310,7 @@ type envelope struct {
 // envelopes are the logical events of the log at path as JSON envelopes
 // (packed rows expanded), as dsh's own exporters see them, each with its
 // session (a wrapper's sessionId, else the header's id).
-func envelopes(t *testing.T, path string) []envelope {
+func envelopes(t testing.TB, path string) []envelope {
 	t.Helper()
 	var out []envelope
 	for _, r := range testlog.Rows(t, path, "fallback-session") {
@@ -328,7 +328,7 @@ func envelopes(t *testing.T, path string) []envelope {
 // the parent session: what the parent's own log sends for them, so the
 // connector emits the parent's spans those events belong to. Nil for a
 // log that is no fork.
-func inheritedRecords(t *testing.T, path string) plog.Logs {
+func inheritedRecords(t testing.TB, path string) plog.Logs {
 	t.Helper()
 	rows := testlog.Rows(t, path, "fallback-session")
 	var parent string
@@ -355,7 +355,7 @@ func inheritedRecords(t *testing.T, path string) plog.Logs {
 
 var shapes = []struct {
 	name  string
-	build func(*testing.T, string) plog.Logs
+	build func(testing.TB, string) plog.Logs
 }{
 	{"receiver", receiverRecords},
 	{"dsh_v4_export", dshV4Export},
@@ -418,3 +418,5 @@ func describe(lr plog.LogRecord) string {
 	}
 	return strings.Join([]string{typ, "seq", attrString(lr.Attributes(), "event.seq")}, " ")
 }
+
+func nowEpoch() time.Time { return epoch }
