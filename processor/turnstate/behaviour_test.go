@@ -3,6 +3,7 @@ package turnstate
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -320,4 +321,39 @@ func TestHostileRecords(t *testing.T) {
 	forEachRecord(out, func(_ pcommon.Resource, lr plog.LogRecord) {
 		assert.True(t, lr.SpanID().IsEmpty())
 	})
+}
+
+// A fork whose inherited prefix ends inside a turn: the prefix is the
+// parent's (stamped with the parent's span ids), and the fork's own events
+// of that turn belong to no span — the connector builds no turn it did
+// not see start.
+func TestForkCutInsideATurn(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "session.jsonl")
+	log := `{"type":"session","version":4,"id":"fork-1","createdAt":1789000000000,"cwd":"/w","parentSession":"parent-1","seedLength":3}
+{"type":"turn/start","seq":0,"time":1789000000000,"data":{"turn":1}}
+{"type":"step/start","seq":1,"time":1789000000001,"data":{"turn":1,"step":1}}
+{"type":"user/message","seq":2,"time":1789000000002,"data":{"id":"u1","role":"user","content":[{"type":"text","text":"hi"}],"source":{"kind":"user"}}}
+{"type":"step/end","seq":3,"time":1789000000003,"data":{"turn":1,"step":1}}
+{"type":"turn/end","seq":4,"time":1789000000004,"data":{"turn":1,"reason":{"kind":"completed"}}}
+{"type":"turn/start","seq":5,"time":1789000000005,"data":{"turn":2}}
+{"type":"turn/end","seq":6,"time":1789000000006,"data":{"turn":2,"reason":{"kind":"completed"}}}
+`
+	require.NoError(t, os.WriteFile(path, []byte(log), 0o600))
+	ld := receiverRecords(t, path)
+	bs := batches(ld, 2)
+	h := newHarness(t, createDefaultConfig())
+	var out []plog.Logs
+	for _, b := range bs {
+		out = append(out, h.feed(b))
+	}
+	spans := connectorSpans(t, bs)
+	parent, ok := inheritedRecords(t, path)
+	require.True(t, ok)
+	for k, sp := range connectorSpans(t, batches(parent, 2)) {
+		spans[k] = sp
+	}
+	// turn/start, step/start, user/message (the parent's); turn 2's two.
+	assert.Equal(t, 5, checkStamps(t, out, spans))
+	assert.Equal(t, int64(5), h.counter(metadata.MetricRecordsStamped))
+	assert.Equal(t, int64(3), h.counter(metadata.MetricRecordsUnplaced), "the header, and the fork's step/end and turn/end of turn 1")
 }

@@ -328,7 +328,7 @@ func envelopes(t testing.TB, path string) []envelope {
 // the parent session: what the parent's own log sends for them, so the
 // connector emits the parent's spans those events belong to. Nil for a
 // log that is no fork.
-func inheritedRecords(t testing.TB, path string) plog.Logs {
+func inheritedRecords(t testing.TB, path string) (plog.Logs, bool) {
 	t.Helper()
 	rows := testlog.Rows(t, path, "fallback-session")
 	var parent string
@@ -340,7 +340,7 @@ func inheritedRecords(t testing.TB, path string) plog.Logs {
 		}
 	}
 	if parent == "" {
-		return plog.Logs{}
+		return plog.Logs{}, false
 	}
 	ld := plog.NewLogs()
 	lrs := logrecord.NewResourceLogs(ld, parent, nil)
@@ -350,7 +350,7 @@ func inheritedRecords(t testing.TB, path string) plog.Logs {
 			tr.Append(lrs, parent, r.Row, r.Format, epoch)
 		}
 	}
-	return ld
+	return ld, true
 }
 
 var shapes = []struct {

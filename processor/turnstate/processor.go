@@ -58,7 +58,11 @@ type session struct {
 	// its own turns (not an inherited one) is open; openTurn is that turn.
 	openElem *list.Element
 	openTurn int64
-	cache    idCache
+	// inheritedTurn is the open turn when an inherited event opened it (0:
+	// none): the fork's own events in it belong to no span, since the
+	// connector builds no turn of the fork's whose start it skipped.
+	inheritedTurn int64
+	cache         idCache
 }
 
 func newStamper(cfg *Config, set component.TelemetrySettings, clock func() time.Time) (*stamper, error) {
@@ -218,6 +222,15 @@ func (p *stamper) place(g *group, slots []slot, now time.Time, n *counts) {
 		pl := s.cur.Advance(&m)
 		s.last, s.applied = ev.Seq, true
 		p.followTurn(s, ev.Type, pl)
+		if ev.Type == "turn/start" && pl.Kind == turnmodel.KindTurn {
+			s.inheritedTurn = 0
+			if pl.Inherited {
+				s.inheritedTurn = pl.Turn
+			}
+		}
+		if !pl.Inherited && pl.Kind != turnmodel.KindNone && s.inheritedTurn != 0 && pl.Turn == s.inheritedTurn {
+			pl.Kind = turnmodel.KindNone // the rest of an inherited turn: no span
+		}
 		sl.applied, sl.place = true, pl
 	}
 }
