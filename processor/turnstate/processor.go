@@ -62,7 +62,9 @@ type session struct {
 	// none): the fork's own events in it belong to no span, since the
 	// connector builds no turn of the fork's whose start it skipped.
 	inheritedTurn int64
-	cache         idCache
+	// forkHeader is the header the cursor's fork cut was taken from.
+	forkHeader *sessionlog.Header
+	cache      idCache
 }
 
 func newStamper(cfg *Config, set component.TelemetrySettings, clock func() time.Time) (*stamper, error) {
@@ -92,7 +94,6 @@ func (p *stamper) shutdown(context.Context) error { return p.tel.Shutdown() }
 type slot struct {
 	lr      plog.LogRecord
 	session *session
-	events  int
 	applied bool
 	place   turnmodel.Place
 }
@@ -187,7 +188,7 @@ func (p *stamper) read(ld plog.Logs, n *counts) ([]slot, []*group) {
 						bySession[rec.SessionID] = g
 						groups = append(groups, g)
 					}
-					slots = append(slots, slot{lr: lr, events: len(rec.Row.Events)})
+					slots = append(slots, slot{lr: lr})
 					for e := range rec.Row.Events {
 						g.items = append(g.items, item{slot: len(slots) - 1, event: &rec.Row.Events[e],
 							format: rec.Format, header: rec.Header})
@@ -211,8 +212,9 @@ func (p *stamper) place(g *group, slots []slot, now time.Time, n *counts) {
 	for _, it := range g.items {
 		sl := &slots[it.slot]
 		sl.session = s
-		if h := it.header; h != nil && h.HasSeedLength {
+		if h := it.header; h != nil && h.HasSeedLength && h != s.forkHeader {
 			s.cur.SetFork(h.ParentSession, h.SeedLength)
+			s.forkHeader = h
 		}
 		ev := it.event
 		if s.applied && ev.Seq <= s.last {
