@@ -242,7 +242,7 @@ func TestStampedLogsNameTheSpans(t *testing.T) {
 	poll(t, "collector healthy", 30*time.Second, httpOK("http://127.0.0.1:33170/"), col)
 
 	var paths []string
-	paths = append(paths, testcorpus.Dialects(t)...)
+	paths = append(paths, testcorpus.Testdata(t)...)
 	corpus := testcorpus.Dir(t)
 	for _, rel := range testcorpus.Files(t) {
 		paths = append(paths, filepath.Join(corpus, rel))

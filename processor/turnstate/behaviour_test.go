@@ -137,7 +137,7 @@ func TestDuplicatesPassUnstamped(t *testing.T) {
 // unstamped, counted with the duplicates.
 func TestOrder(t *testing.T) {
 	var path string
-	for _, p := range testcorpus.Dialects(t) {
+	for _, p := range testcorpus.Testdata(t) {
 		if filepath.Base(p) == "v4-tools.jsonl" {
 			path = p
 		}

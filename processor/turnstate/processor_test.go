@@ -47,7 +47,7 @@ func conformance(t *testing.T, path string) {
 }
 
 func TestDialects(t *testing.T) {
-	for _, path := range testcorpus.Dialects(t) {
+	for _, path := range testcorpus.Testdata(t) {
 		t.Run(filepath.Base(path), func(t *testing.T) { conformance(t, path) })
 	}
 }
