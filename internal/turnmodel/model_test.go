@@ -56,7 +56,7 @@ func TestPlacesAreSpans(t *testing.T) {
 					}
 					m := ev.TurnModel(r.Format)
 					pl := c.Advance(&m)
-					if pl.Kind == turnmodel.KindNone || pl.Inherited {
+					if !pl.Spanned() || pl.Inherited { // inherited: the parent's spans
 						continue
 					}
 					tr, sp := pl.IDs()

@@ -58,10 +58,6 @@ type session struct {
 	// its own turns (not an inherited one) is open; openTurn is that turn.
 	openElem *list.Element
 	openTurn int64
-	// inheritedTurn is the open turn when an inherited event opened it (0:
-	// none): the fork's own events in it belong to no span, since the
-	// connector builds no turn of the fork's whose start it skipped.
-	inheritedTurn int64
 	// forkHeader is the header the cursor's fork cut was taken from.
 	forkHeader *sessionlog.Header
 	cache      idCache
@@ -224,15 +220,6 @@ func (p *stamper) place(g *group, slots []slot, now time.Time, n *counts) {
 		pl := s.cur.Advance(&m)
 		s.last, s.applied = ev.Seq, true
 		p.followTurn(s, ev.Type, pl)
-		if ev.Type == "turn/start" && pl.Kind == turnmodel.KindTurn {
-			s.inheritedTurn = 0
-			if pl.Inherited {
-				s.inheritedTurn = pl.Turn
-			}
-		}
-		if !pl.Inherited && pl.Kind != turnmodel.KindNone && s.inheritedTurn != 0 && pl.Turn == s.inheritedTurn {
-			pl.Kind = turnmodel.KindNone // the rest of an inherited turn: no span
-		}
 		sl.applied, sl.place = true, pl
 	}
 }
@@ -310,9 +297,9 @@ func (p *stamper) stamp(sl *slot, n *counts) {
 		return
 	}
 	pl := sl.place
-	if pl.Kind == turnmodel.KindNone || pl.Inherited && pl.Session == sl.session.id {
-		// No span, or a fork's inherited event whose parent is unknown: the
-		// span is the parent's, and there is no id to give.
+	if !pl.Spanned() {
+		// No span: between turns, a fork's inherited event whose parent is
+		// unknown, or the fork's own end of a turn its prefix opened.
 		n.unplaced++
 		return
 	}
