@@ -7,7 +7,10 @@
 // and the benchmarks share it.
 package turnengine
 
-import "github.com/dshtrace/dshtrace/sessionlog"
+import (
+	"github.com/dshtrace/dshtrace/internal/pricing"
+	"github.com/dshtrace/dshtrace/sessionlog"
+)
 
 // Turn is one run of the agent loop, closed.
 type Turn struct {
@@ -33,6 +36,11 @@ type Turn struct {
 	// Late is how many events arrived for this turn after it was closed —
 	// known only for turns still remembered; informational.
 	Usage Tokens
+	// Cost is the turn's cost in USD: the sum over its priced model calls
+	// (PricedCalls of them); UnpricedCalls are calls with usage whose model
+	// the price table does not know, which add nothing.
+	Cost                       pricing.Cost
+	PricedCalls, UnpricedCalls int
 }
 
 // Dangling reports whether dsh never closed the turn.
@@ -80,6 +88,14 @@ type Attempt struct {
 	// chunk bookkeeping (v0): seqs of the attempt's chunks.
 	firstSeq, lastSeq int64
 	closed            bool
+	// SystemInstructions is the captured system prompt (JSON, parts), set
+	// only with content capture on; OutputParts the committed message's
+	// parts (JSON), which the chat span wraps with the finish reason.
+	SystemInstructions, OutputParts string
+	// Cost is the call's cost in USD when Priced: its usage at the price
+	// the table gives its provider and model at the turn's start.
+	Cost   pricing.Cost
+	Priced bool
 }
 
 // Failed reports whether the attempt failed (an error or aborted finish
@@ -133,12 +149,16 @@ type Attr struct {
 // Tokens are a turn's token totals, disjoint as dsh counts them.
 type Tokens struct {
 	Input, Output, CacheRead, CacheWrite, Reasoning int64
+	// Reported is set when some model call reported usage: without it the
+	// totals are unknown, not zero.
+	Reported bool
 }
 
 func (t *Tokens) add(u *sessionlog.Usage) {
 	if u == nil {
 		return
 	}
+	t.Reported = true
 	t.Input += u.InputTokens
 	t.Output += u.OutputTokens
 	t.CacheRead += u.CacheReadTokens
