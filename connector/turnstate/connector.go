@@ -85,6 +85,9 @@ func attach(cfg *Config, set connector.Settings, traces consumer.Traces, metrics
 			return nil, err
 		}
 		e := turnengine.New(cfg.engineConfig())
+		if prices, err := cfg.priceTable(); err == nil { // validated already
+			e.Metrics().SetPrices(prices)
+		}
 		c = &core{
 			cfg:    cfg,
 			logger: set.Logger,
