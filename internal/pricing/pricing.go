@@ -41,16 +41,20 @@ type Cost struct {
 }
 
 // Total is the sum over the token types.
-func (c Cost) Total() float64 { return c.Input + c.CacheRead + c.CacheWrite + c.Output }
+func (c Cost) Total() float64 { return round(c.Input + c.CacheRead + c.CacheWrite + c.Output) }
 
 // Add returns c + d.
 func (c Cost) Add(d Cost) Cost {
-	return Cost{c.Input + d.Input, c.CacheRead + d.CacheRead, c.CacheWrite + d.CacheWrite, c.Output + d.Output}
+	return Cost{round(c.Input + d.Input), round(c.CacheRead + d.CacheRead), round(c.CacheWrite + d.CacheWrite), round(c.Output + d.Output)}
 }
+
+// round keeps costs to a pico-dollar, far below any price, so that sums
+// print as the decimal figures they are rather than as binary noise.
+func round(usd float64) float64 { return math.Round(usd*1e12) / 1e12 }
 
 // Of is the cost of u at price p.
 func (p Price) Of(u Usage) Cost {
-	per := func(n int64, usdPerMillion float64) float64 { return float64(n) * usdPerMillion / 1e6 }
+	per := func(n int64, usdPerMillion float64) float64 { return round(float64(n) * usdPerMillion / 1e6) }
 	return Cost{
 		Input:      per(u.Input, p.Input),
 		CacheRead:  per(u.CacheRead, p.CacheRead),

@@ -33,29 +33,19 @@ func (s *session) captureInput(a *Attempt) {
 	}
 }
 
-// captureChat records the committed message's content as the output's
-// parts; the chat span adds the role and the finish reason.
+// captureChat records the committed message as the output: one
+// {role, parts} message (the finish reason is the span's
+// gen_ai.response.finish_reasons, as the conventions now want it).
 func (s *session) captureChat(a *Attempt, ev *sessionlog.Event) {
 	content := messageContent(ev)
 	if content == "" {
 		return
 	}
-	b, err := json.Marshal(toParts(content, ""))
+	b, err := json.Marshal([]chatMessage{{Role: "assistant", Parts: toParts(content, "")}})
 	if err != nil {
 		return
 	}
-	// Room for the wrapping {"role":"assistant","parts":…,"finish_reason":…}.
-	a.OutputParts = truncateJSON(string(b), max(s.e.cfg.MaxContentBytes-outputWrap, 16))
-}
-
-// outputWrap bounds what outputMessages adds around the parts.
-const outputWrap = 96
-
-// outputMessages is gen_ai.output.messages for one generation: its parts
-// and its finish reason.
-func outputMessages(parts, finish string) string {
-	fr, _ := json.Marshal(finish)
-	return `[{"role":"assistant","parts":` + parts + `,"finish_reason":` + string(fr) + `}]`
+	a.OutputMessages = truncateJSON(string(b), s.e.cfg.MaxContentBytes)
 }
 
 // captureResult records a tool result's content.

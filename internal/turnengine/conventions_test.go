@@ -147,7 +147,8 @@ func TestUnpricedModel(t *testing.T) {
 
 // Captured content follows the conventions' JSON shapes: system
 // instructions a list of parts, input messages a list of {role, parts},
-// output messages {role, parts, finish_reason}; every part has a type.
+// output messages {role, parts} (the finish reason is
+// gen_ai.response.finish_reasons); every part has a type.
 func TestContentShapes(t *testing.T) {
 	path := filepath.Join(testcorpus.Dir(t), "v4/snapshots/sdk/tool-error-details/session.v4.jsonl")
 	_, td := run(Config{CaptureContent: true}, loadFile(t, path, "s"))
@@ -197,8 +198,8 @@ func TestContentShapes(t *testing.T) {
 				}
 				parts, _ := m["parts"].([]any)
 				checkParts(k, parts)
-				if k == "gen_ai.output.messages" && m["finish_reason"] == nil {
-					t.Errorf("output message without finish_reason")
+				if k == "gen_ai.output.messages" && m["role"] != "assistant" {
+					t.Errorf("output message of role %v", m["role"])
 				}
 			}
 		}
@@ -210,20 +211,21 @@ func TestContentShapes(t *testing.T) {
 	}
 }
 
-// A generation that ended with no finish reason and no message reports
-// "error" as its finish reason; the time to first chunk is the
-// conventions' span attribute.
-func TestErrorFinishReason(t *testing.T) {
-	a := &Attempt{}
-	if got := finishReason(a); got != "error" {
-		t.Errorf("no finish, no message: %q, want error", got)
-	}
-	a.Committed = true
-	if got := finishReason(a); got != "" {
-		t.Errorf("committed without a finish: %q, want none", got)
-	}
-	a.FinishKind = "stop"
-	if got := finishReason(a); got != "stop" {
-		t.Errorf("stop: %q", got)
+// Finish reasons in the conventions' values; a generation that ended
+// abnormally — failed, cancelled, or with no finish and no message —
+// reports "error".
+func TestFinishReasons(t *testing.T) {
+	for _, tc := range []struct {
+		kind      string
+		committed bool
+		want      string
+	}{
+		{"", false, "error"}, {"", true, ""}, {"stop", true, "stop"}, {"tool-calls", true, "tool_call"},
+		{"max-tokens", true, "length"}, {"error", false, "error"}, {"aborted", false, "error"}, {"aborted", true, "error"},
+		{"some-new-kind", true, "some-new-kind"},
+	} {
+		if got := finishReason(&Attempt{FinishKind: tc.kind, Committed: tc.committed}); got != tc.want {
+			t.Errorf("finish %q committed %v: %q, want %q", tc.kind, tc.committed, got, tc.want)
+		}
 	}
 }

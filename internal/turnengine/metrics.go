@@ -325,17 +325,29 @@ func priceTurn(prices *pricing.Table, t *Turn) {
 	}
 }
 
-// finishReason is a model call's finish reason for gen_ai.response.finish_reasons:
-// the stream's, or "error" for a generation that ended without one and
-// without a committed message (it failed, was cut off or cancelled).
+// finishReason is a model call's finish reason for
+// gen_ai.response.finish_reasons, in the conventions' values: dsh's stop,
+// tool-calls and max-tokens are stop, tool_call and length; an error or
+// aborted stream, and a generation that ended with no finish and no
+// committed message (cut off), ended abnormally: error. Other kinds pass
+// as dsh names them; a committed message without a finish has none.
 func finishReason(a *Attempt) string {
-	if a.FinishKind != "" {
-		return a.FinishKind
-	}
-	if !a.Committed {
+	switch a.FinishKind {
+	case "":
+		if !a.Committed {
+			return "error"
+		}
+		return ""
+	case "stop":
+		return "stop"
+	case "tool-calls":
+		return "tool_call"
+	case "max-tokens":
+		return "length"
+	case "error", "aborted":
 		return "error"
 	}
-	return ""
+	return a.FinishKind
 }
 
 func (m *Metrics) recordAttempt(t *Turn, st *Step, a *Attempt, trace pcommon.TraceID) {

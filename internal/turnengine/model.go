@@ -89,9 +89,8 @@ type Attempt struct {
 	firstSeq, lastSeq int64
 	closed            bool
 	// SystemInstructions is the captured system prompt (JSON, parts), set
-	// only with content capture on; OutputParts the committed message's
-	// parts (JSON), which the chat span wraps with the finish reason.
-	SystemInstructions, OutputParts string
+	// only with content capture on.
+	SystemInstructions string
 	// Cost is the call's cost in USD when Priced: its usage at the price
 	// the table gives its provider and model at the turn's start.
 	Cost   pricing.Cost

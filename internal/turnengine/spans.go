@@ -221,9 +221,11 @@ func appendChat(spans ptrace.SpanSlice, t *Turn, st *Step, at *Attempt, trace pc
 	if at.Priced {
 		a.PutDouble("dsh.usage.cost", at.Cost.Total())
 	}
-	finish := finishReason(at)
-	if finish != "" {
+	if finish := finishReason(at); finish != "" {
 		a.PutEmptySlice("gen_ai.response.finish_reasons").AppendEmpty().SetStr(finish)
+	}
+	if at.FinishKind != "" {
+		a.PutStr("dsh.finish_kind", at.FinishKind)
 	}
 	if at.Committed {
 		a.PutInt("dsh.event.seq", at.MessageSeq)
@@ -254,12 +256,7 @@ func appendChat(spans ptrace.SpanSlice, t *Turn, st *Step, at *Attempt, trace pc
 	if at.InputMessages != "" {
 		a.PutStr("gen_ai.input.messages", at.InputMessages)
 	}
-	if at.OutputParts != "" {
-		if finish == "" {
-			finish = "unknown" // a committed message whose stream gave no finish reason
-		}
-		a.PutStr("gen_ai.output.messages", outputMessages(at.OutputParts, finish))
-	} else if at.OutputMessages != "" {
+	if at.OutputMessages != "" {
 		a.PutStr("gen_ai.output.messages", at.OutputMessages)
 	}
 	if at.Failed() {
