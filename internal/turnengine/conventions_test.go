@@ -229,3 +229,34 @@ func TestFinishReasons(t *testing.T) {
 		}
 	}
 }
+
+// A model call that reported no usage shows as absent everywhere: no
+// usage attributes on its chat span nor totals on the turn span, nothing
+// counted in dsh.usage.tokens or dsh.usage.cost — not zeros.
+func TestMissingUsageIsAbsent(t *testing.T) {
+	log := `{"type":"session","version":4,"id":"c","createdAt":1,"isSeeded":false,"delegationDepth":0}
+{"type":"turn/start","seq":0,"time":1000,"data":{"turn":1}}
+{"type":"step/start","seq":1,"time":1000,"data":{"turn":1,"step":1}}
+{"type":"assistant/message","seq":2,"time":2000,"data":{"turn":1,"step":1,"message":{"id":"m","role":"assistant","content":[{"type":"text","text":"x"}],"source":{"kind":"model","provider":"deepseek-official","model":"deepseek-v4-flash"}},"stream":[]},"surfaceOp":"append"}
+{"type":"step/end","seq":3,"time":2000,"data":{"turn":1,"step":1}}
+{"type":"turn/end","seq":4,"time":2000,"data":{"turn":1,"reason":{"kind":"completed"}}}
+`
+	e, td := run(Config{}, loadInputs(t, strings.NewReader(log), "c"))
+	spans := spansByName(td)
+	if len(spans["chat"]) != 1 {
+		t.Fatalf("%d chat spans", len(spans["chat"]))
+	}
+	for _, s := range append(spans["chat"], spans["invoke_agent"]...) {
+		s.Attributes().Range(func(k string, _ pcommon.Value) bool {
+			if strings.Contains(k, "usage") || strings.Contains(k, "cost") {
+				t.Errorf("span %s has %s without any usage reported", s.Name(), k)
+			}
+			return true
+		})
+	}
+	for _, name := range []string{MetricUsageTokens, MetricUsageCost} {
+		if n := len(e.Metrics().series[name]); n != 0 {
+			t.Errorf("%s has %d series without any usage reported", name, n)
+		}
+	}
+}
