@@ -249,7 +249,7 @@ func TestEndToEnd(t *testing.T) {
 			_, err := jaegerTrace(ctx, jaegerQuery, trace)
 			return err
 		}, procs...)
-		for _, m := range []string{"dsh_turn_duration_seconds_bucket", "gen_ai_client_operation_duration_seconds_bucket", "dsh_tool_duration_seconds_bucket"} {
+		for _, m := range []string{"dsh_turn_duration_seconds_bucket", "gen_ai_client_inference_duration_seconds_bucket", "gen_ai_execute_tool_duration_seconds_bucket", "gen_ai_invoke_agent_duration_seconds_bucket"} {
 			poll(t, m+" exemplar of the probe turn", 30*time.Second, func() error {
 				return exemplarLinksTo(ctx, m, trace.String())
 			}, procs...)

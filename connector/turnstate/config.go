@@ -7,6 +7,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 
+	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 )
 
@@ -53,6 +54,35 @@ type Config struct {
 	// turns are closed as dangling (cause shutdown) at a clean stop and
 	// lost at a crash.
 	Storage *component.ID `mapstructure:"storage"`
+	// Prices prices model calls (USD per million tokens, by provider and
+	// model, optionally by date range): the cost on chat and turn spans and
+	// the dsh.usage.cost counter. They come before the built-in prices of
+	// DeepSeek's official models: a model priced here is priced by these
+	// entries alone. A model priced nowhere has no cost.
+	Prices []PriceConfig `mapstructure:"prices"`
+	// BuiltinPrices keeps the built-in DeepSeek prices (default true).
+	BuiltinPrices bool `mapstructure:"builtin_prices"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// PriceConfig is one entry of the price table: a provider's model, its
+// prices in USD per million tokens, and optionally the time range
+// [from, until) it applies to, matched against a turn's start (event
+// time). Input and output are required; cache_read and cache_write, when
+// left out, cost the input price (a provider without a cache discount).
+type PriceConfig struct {
+	Provider   string   `mapstructure:"provider"`
+	Model      string   `mapstructure:"model"`
+	Input      *float64 `mapstructure:"input"`
+	CacheRead  *float64 `mapstructure:"cache_read"`
+	CacheWrite *float64 `mapstructure:"cache_write"`
+	Output     *float64 `mapstructure:"output"`
+	// From and Until are YAML timestamps: dates (2006-01-02, UTC midnight)
+	// or RFC 3339 times.
+	From  time.Time `mapstructure:"from"`
+	Until time.Time `mapstructure:"until"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -74,6 +104,7 @@ func createDefaultConfig() *Config {
 		MaxAttributeValues:   turnengine.DefaultMaxAttributeValues,
 		GapTimeout:           turnengine.DefaultGapTimeout,
 		ReorderWindow:        turnengine.DefaultReorderWindow,
+		BuiltinPrices:        true,
 	}
 }
 
@@ -103,6 +134,9 @@ func (c *Config) Validate() error {
 	positive("max_content_bytes", c.MaxContentBytes)
 	positive("max_attribute_values", c.MaxAttributeValues)
 	positive("reorder_window", c.ReorderWindow)
+	if _, err := c.priceTable(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.GapTimeout > 0 && c.DanglingTimeout > 0 && c.GapTimeout >= c.DanglingTimeout {
 		errs = append(errs, fmt.Errorf("gap_timeout (%v) must be shorter than dangling_timeout (%v): a turn waiting for a missing event would otherwise be closed as dangling first",
 			c.GapTimeout, c.DanglingTimeout))
@@ -124,4 +158,53 @@ func (c *Config) engineConfig() turnengine.Config {
 		MaxContentBytes:    c.MaxContentBytes,
 		MaxAttributeValues: c.MaxAttributeValues,
 	}
+}
+
+// priceTable builds the price table: the configured entries, then the
+// built-in ones for the models not configured.
+func (c *Config) priceTable() (*pricing.Table, error) {
+	var entries []pricing.Entry
+	var errs []error
+	configured := map[[2]string]bool{}
+	for i, p := range c.Prices {
+		e, err := p.entry()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("prices[%d] (%s/%s): %w", i, p.Provider, p.Model, err))
+			continue
+		}
+		configured[[2]string{e.Provider, e.Model}] = true
+		entries = append(entries, e)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if c.BuiltinPrices {
+		for _, e := range pricing.DefaultEntries() {
+			if !configured[[2]string{e.Provider, e.Model}] {
+				entries = append(entries, e)
+			}
+		}
+	}
+	t, err := pricing.New(entries)
+	if err != nil {
+		return nil, fmt.Errorf("prices: %w", err)
+	}
+	return t, nil
+}
+
+func (p PriceConfig) entry() (pricing.Entry, error) {
+	e := pricing.Entry{Provider: p.Provider, Model: p.Model}
+	if p.Input == nil || p.Output == nil {
+		return e, errors.New("input and output prices are required")
+	}
+	e.Input, e.Output = *p.Input, *p.Output
+	e.CacheRead, e.CacheWrite = e.Input, e.Input
+	if p.CacheRead != nil {
+		e.CacheRead = *p.CacheRead
+	}
+	if p.CacheWrite != nil {
+		e.CacheWrite = *p.CacheWrite
+	}
+	e.From, e.Until = p.From, p.Until
+	return e, nil
 }

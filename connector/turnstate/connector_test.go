@@ -433,8 +433,8 @@ func TestMetricsFlush(t *testing.T) {
 
 	for _, name := range []string{
 		turnengine.MetricTurns, turnengine.MetricTurnDuration, turnengine.MetricTurnSteps, turnengine.MetricTurnsOpen,
-		turnengine.MetricUsageTokens, turnengine.MetricClientTokenUsage, turnengine.MetricClientDuration,
-		turnengine.MetricClientFirstChunk, turnengine.MetricToolCalls, turnengine.MetricToolDuration,
+		turnengine.MetricUsageTokens, turnengine.MetricInferenceDuration, turnengine.MetricAgentDuration,
+		turnengine.MetricInferenceTTFC, turnengine.MetricToolCalls, turnengine.MetricToolDuration,
 		turnengine.MetricSessionEvents, turnengine.MetricSessionViolations,
 	} {
 		m, ok := findMetric(second, name)

@@ -22,16 +22,23 @@ func (s *session) finishStep(restoring bool) {
 	t.Steps[len(t.Steps)-1] = nil // not held by the backing array either
 	t.Steps = t.Steps[:len(t.Steps)-1]
 	ot.stepsEmitted++
+	// Its model calls are priced now, into the turn's totals, which its
+	// root carries at the turn's end.
+	steps := []*Step{st}
+	priceSteps(s.e.metrics.prices, t, steps)
+	t.liveInferences += len(st.Attempts)
+	t.liveTools += len(st.Tools)
 	if restoring {
 		return
 	}
 	frag := &Turn{SessionID: t.SessionID, Number: t.Number, Agent: t.Agent, StartTime: t.StartTime,
-		StartSeq: t.StartSeq, EndSeq: -1, Fragment: true, Steps: []*Step{st}}
+		StartSeq: t.StartSeq, EndSeq: -1, Fragment: true, Steps: steps}
 	s.e.metrics.recordSteps(frag)
 	s.e.closed = append(s.e.closed, frag)
 }
 
-// recordSteps aggregates the model and tool calls of a turn's steps.
+// recordSteps aggregates the model and tool calls of a turn's steps
+// (priced already).
 func (m *Metrics) recordSteps(t *Turn) {
 	trace := TraceID(t.SessionID, t.Number)
 	for _, st := range t.Steps {

@@ -7,7 +7,10 @@
 // and the benchmarks share it.
 package turnengine
 
-import "github.com/dshtrace/dshtrace/sessionlog"
+import (
+	"github.com/dshtrace/dshtrace/internal/pricing"
+	"github.com/dshtrace/dshtrace/sessionlog"
+)
 
 // Turn is one run of the agent loop, closed.
 type Turn struct {
@@ -31,6 +34,11 @@ type Turn struct {
 	// Clamped is set when some time of the turn had to be clamped.
 	Clamped bool
 	Usage   Tokens
+	// Cost is the turn's cost in USD: the sum over its priced model calls
+	// (PricedCalls of them); UnpricedCalls are calls with usage whose model
+	// the price table does not know, which add nothing.
+	Cost                       pricing.Cost
+	PricedCalls, UnpricedCalls int
 	// Late is set on a late close: not a turn of its own but the turn/end
 	// that dsh wrote for a turn the engine had closed as dangling.
 	Late *LateClose
@@ -40,6 +48,9 @@ type Turn struct {
 	// steps, those emitted before included.
 	Fragment  bool
 	StepCount int
+	// liveInferences and liveTools count the model and tool calls of the
+	// steps emitted live (their Cost is in Cost already).
+	liveInferences, liveTools int
 }
 
 // NumSteps is the turn's number of steps, those emitted live included.
@@ -90,6 +101,13 @@ type Attempt struct {
 	// chunk bookkeeping (v0): seqs of the attempt's chunks.
 	firstSeq, lastSeq int64
 	closed            bool
+	// SystemInstructions is the captured system prompt (JSON, parts), set
+	// only with content capture on.
+	SystemInstructions string
+	// Cost is the call's cost in USD when Priced: its usage at the price
+	// the table gives its provider and model at the turn's start.
+	Cost   pricing.Cost
+	Priced bool
 }
 
 // Failed reports whether the attempt failed (an error or aborted finish
@@ -143,12 +161,16 @@ type Attr struct {
 // Tokens are a turn's token totals, disjoint as dsh counts them.
 type Tokens struct {
 	Input, Output, CacheRead, CacheWrite, Reasoning int64
+	// Reported is set when some model call reported usage: without it the
+	// totals are unknown, not zero.
+	Reported bool
 }
 
 func (t *Tokens) add(u *sessionlog.Usage) {
 	if u == nil {
 		return
 	}
+	t.Reported = true
 	t.Input += u.InputTokens
 	t.Output += u.OutputTokens
 	t.CacheRead += u.CacheReadTokens
