@@ -209,5 +209,6 @@ func init() {
 // recordLateClose counts a late close by its real end reason and how the
 // turn had dangled.
 func (m *Metrics) recordLateClose(t *Turn) {
-	m.add(MetricTurnsClosedLate, 1, attrs(kv{"dsh.turn.end_reason", reasonKind(t)}, kv{"dsh.dangling.cause", t.Late.DanglingCause}))
+	m.add(MetricTurnsClosedLate, 1, attrs(kv{"dsh.turn.end_reason", reasonKind(t)}, kv{"dsh.dangling.cause", t.Late.DanglingCause},
+		kv{"gen_ai.agent.name", m.capped("agent", t.Agent)}))
 }
