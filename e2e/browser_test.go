@@ -200,6 +200,28 @@ func TestJaegerUI(t *testing.T) {
 	if t.Failed() {
 		t.Logf("rendered DOM kept in %s", filepath.Join(art, "jaeger-trace.html"))
 	}
+	// The search page, as the demo links it: the service and the turn's own
+	// time window (µs, lookback=custom), far outside the UI's default hour.
+	var rootSpan ptrace.Span
+	for i := 0; i < td.ResourceSpans().Len(); i++ {
+		ss := td.ResourceSpans().At(i).ScopeSpans()
+		for j := 0; j < ss.Len(); j++ {
+			for k := 0; k < ss.At(j).Spans().Len(); k++ {
+				if sp := ss.At(j).Spans().At(k); sp.ParentSpanID().IsEmpty() {
+					rootSpan = sp
+				}
+			}
+		}
+	}
+	search := fmt.Sprintf("%s/search?service=%s&start=%d&end=%d&lookback=custom&limit=20", jaegerQuery,
+		turnengine.DefaultAgentName, rootSpan.StartTimestamp().AsTime().UnixMicro()-60_000_000, rootSpan.EndTimestamp().AsTime().UnixMicro()+60_000_000)
+	found := headless(t, chromium, profile, search, "--dump-dom")
+	// A result links to its trace page (its title is broken into spans).
+	if !strings.Contains(found, `href="/trace/`+id.String()+`"`) {
+		os.WriteFile(filepath.Join(art, "jaeger-search.html"), []byte(found), 0o644)
+		t.Errorf("the search page %s lists no turn %s; DOM kept in %s", search, id, filepath.Join(art, "jaeger-search.html"))
+	}
+
 	shot := filepath.Join(art, "jaeger-trace.png")
 	os.Remove(shot)
 	headless(t, chromium, profile, url, "--screenshot="+shot, "--hide-scrollbars")
