@@ -32,7 +32,6 @@ stopping=
 cleanup() {
   [[ -n "$stopping" ]] && return
   stopping=1
-  trap '' INT TERM HUP
   local p
   for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
   # Give them 10s, then SIGKILL whatever is left.
@@ -51,8 +50,11 @@ cleanup() {
   fi
 }
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM HUP
+# A Ctrl-C reaches make, this script and the backends at once, and make's
+# death sends us SIGTERM on top: a signal during the cleanup must not cut it
+# short.
+trap '[[ -n "$stopping" ]] || exit 130' INT
+trap '[[ -n "$stopping" ]] || exit 143' TERM HUP
 
 # spawn NAME CMD...: start a backend in the background, its output in
 # $run/NAME.log. Each dies with this script even if it is SIGKILLed
@@ -73,6 +75,15 @@ wait_http() {
     sleep 0.1
   done
 }
+
+# Every port the demo opens (e2e/jaeger.yaml, e2e/otelcol.yaml, Prometheus
+# below) must be free: the e2e suite uses the same ones.
+for port in 24317 24318 26685 26686 23133 34317 34318 34320 33133 18889 38888 19090; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    echo "demo: 127.0.0.1:$port is in use (another make demo, or make e2e, running?)" >&2
+    exit 1
+  fi
+done
 
 # The Jaeger UI's assets.
 ui=${JAEGER_UI_ASSETS:-}
@@ -109,13 +120,11 @@ for f in "$repo"/testdata/seed/sample.jsonl "$repo"/testdata/dialects/{v1-header
   printf 'POST /v1/sessions/demo-%s/events: ' "$name"
   curl -sS -X POST "http://127.0.0.1:34320/v1/sessions/demo-$name/events" \
     -H 'Content-Type: application/x-ndjson' --data-binary @"$f"
-  echo
 done
 for f in "$repo"/testdata/dialects/wrap-{envelope,jsonrpc,streamjson}.jsonl; do
   printf 'POST /v1/session-events (%s): ' "$(basename "$f")"
   curl -sS -X POST http://127.0.0.1:34320/v1/session-events \
     -H 'Content-Type: application/x-ndjson' --data-binary @"$f"
-  echo
 done
 
 # Wait until Prometheus has the turns.
@@ -170,7 +179,7 @@ else
   echo "Search (every turn of a service, in the sessions' own time window):"
   # One minute either side of the turns, in microseconds.
   jq -r --arg j "$jaeger" 'group_by(.svc)[] |
-      "  \(.[0].svc) (\(length) turns)\t\($j)/search?service=\(.[0].svc | @uri)&start=\((map(.start) | min) / 1000 | floor - 60000000)&end=\((map(.end) | max) / 1000 | floor + 60000000)&lookback=custom&limit=100"' "$turns"
+      "  \(.[0].svc) (\(length) turn\(if length == 1 then "" else "s" end))\t\($j)/search?service=\(.[0].svc | @uri)&start=\((map(.start) | min) / 1000 | floor - 60000000)&end=\((map(.end) | max) / 1000 | floor + 60000000)&lookback=custom&limit=100"' "$turns"
   echo
   echo "Turns (session  root span  end reason  trace):"
   jq -r --arg j "$jaeger" '.[] | "  \(.s)  \(.n)  \(.r)\t\($j)/trace/\(.t)"' "$turns"
