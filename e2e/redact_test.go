@@ -29,12 +29,6 @@ const (
 	secretSession  = "5ec2e7aa-1111-4222-8333-444455556666"
 )
 
-// Addresses of the collector under this test (none shared with the others).
-const (
-	redactIngest = "127.0.0.1:44320"
-	redactHealth = "127.0.0.1:44133"
-)
-
 // The overlay on deploy/collector/redact-content.yaml: loopback addresses
 // come from its environment variables; the traces go to the test's OTLP
 // sink instead of Jaeger. Everything else — the processors, the connector's
@@ -85,6 +79,25 @@ func (s *traceSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Write(resp)
 }
 
+// freePorts returns n loopback addresses free at the moment.
+func freePorts(t *testing.T, n int) []string {
+	t.Helper()
+	var out []string
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().String())
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return out
+}
+
 func (s *traceSink) snapshot() []ptrace.Span {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -109,7 +122,10 @@ func TestRedactContent(t *testing.T) {
 			t.Fatalf("testdata/secret-session.jsonl lacks %q", s)
 		}
 	}
-	requireFree(t, redactIngest, redactHealth, "127.0.0.1:44317", "127.0.0.1:44318", "127.0.0.1:48889", "127.0.0.1:48888")
+	// Every address of the collector under this test is a free loopback
+	// port of the moment: none is shared with the other tests.
+	ports := freePorts(t, 6)
+	ingest, health := ports[0], ports[1]
 
 	sink := &traceSink{}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -130,16 +146,16 @@ func TestRedactContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := []string{
-		"HEALTH_ENDPOINT=" + redactHealth, "SESSION_EVENT_ENDPOINT=" + redactIngest,
-		"OTLP_GRPC_ENDPOINT=127.0.0.1:44317", "OTLP_HTTP_ENDPOINT=127.0.0.1:44318",
-		"PROMETHEUS_ENDPOINT=127.0.0.1:48889", "TELEMETRY_HOST=127.0.0.1", "TELEMETRY_PORT=48888",
+		"HEALTH_ENDPOINT=" + health, "SESSION_EVENT_ENDPOINT=" + ingest,
+		"OTLP_GRPC_ENDPOINT=" + ports[2], "OTLP_HTTP_ENDPOINT=" + ports[3],
+		"PROMETHEUS_ENDPOINT=" + ports[4], "TELEMETRY_HOST=127.0.0.1", "TELEMETRY_PORT=" + portOf(ports[5]),
 		"STATE_DIR=" + filepath.Join(dir, "state"), "DSH_SESSIONS=" + sessions,
 	}
 	col := start(t, dir, "otelcol-dsh", bin, env,
 		"--config=../deploy/collector/redact-content.yaml", "--config="+overlay)
-	poll(t, "otelcol-dsh healthy", 30*time.Second, httpOK("http://"+redactHealth+"/"), col)
+	poll(t, "otelcol-dsh healthy", 30*time.Second, httpOK("http://"+health+"/"), col)
 
-	res := post(t, "http://"+redactIngest+"/v1/sessions/"+secretSession+"/events", viaPost, body)
+	res := post(t, "http://"+ingest+"/v1/sessions/"+secretSession+"/events", viaPost, body)
 	if res.code != http.StatusAccepted || res.Accepted == 0 {
 		t.Fatalf("post: HTTP %d %s", res.code, res.raw)
 	}
