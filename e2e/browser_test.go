@@ -31,7 +31,7 @@ func uiAssets(t *testing.T) string {
 		}
 	}
 	if dir == "" {
-		missing(t, "no Jaeger UI assets: set JAEGER_UI_ASSETS to a built Jaeger UI (a jaeger-ui release build) or put one at ../shared/jaeger-ui")
+		skipOrFailCI(t, "no Jaeger UI assets: set JAEGER_UI_ASSETS to a built Jaeger UI (a jaeger-ui release build) or put one at ../shared/jaeger-ui")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "index.html")); err != nil {
 		t.Fatalf("JAEGER_UI_ASSETS=%s: %v (want a built Jaeger UI)", dir, err)
@@ -51,12 +51,12 @@ func chromiumPath(t *testing.T) string {
 			return p
 		}
 	}
-	missing(t, "no chromium on PATH (Debian: apt-get install -y chromium; or set CHROMIUM)")
+	skipOrFailCI(t, "no chromium on PATH (Debian: apt-get install -y chromium; or set CHROMIUM)")
 	return ""
 }
 
-// missing skips the test with one line, or fails it under CI=true.
-func missing(t *testing.T, why string) {
+// skipOrFailCI skips the test with one line, or fails it under CI=true.
+func skipOrFailCI(t *testing.T, why string) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {
 		t.Fatal(why + " (CI=true: required)")
@@ -101,12 +101,12 @@ func headless(t *testing.T, bin, profile, url string, extra ...string) string {
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("chromium %s: %v\n%s", strings.Join(extra, " "), err, tailLines(stderr.String(), 20))
+		t.Fatalf("chromium %s: %v\n%s", strings.Join(extra, " "), err, lastLines(stderr.String(), 20))
 	}
 	return string(out)
 }
 
-func tailLines(s string, n int) string {
+func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
@@ -163,8 +163,8 @@ func TestJaegerUI(t *testing.T) {
 	p := freePorts(t, 8)
 	jaegerQuery := "http://" + p[0]
 	jaeger := start(t, dir, "jaeger", jaegerBin, []string{
-		"JAEGER_QUERY_HTTP_PORT=" + portOf(p[0]), "JAEGER_QUERY_GRPC_PORT=" + portOf(p[1]),
-		"JAEGER_HEALTH_PORT=" + portOf(p[2]), "JAEGER_OTLP_GRPC_PORT=" + portOf(p[3]), "JAEGER_OTLP_HTTP_PORT=" + portOf(p[4]),
+		"JAEGER_QUERY_HTTP_PORT=" + addrPort(p[0]), "JAEGER_QUERY_GRPC_PORT=" + addrPort(p[1]),
+		"JAEGER_HEALTH_PORT=" + addrPort(p[2]), "JAEGER_OTLP_GRPC_PORT=" + addrPort(p[3]), "JAEGER_OTLP_HTTP_PORT=" + addrPort(p[4]),
 	}, "--config", "jaeger.yaml", "--set=extensions::jaeger_query::ui::assets_path="+assets)
 	poll(t, "jaeger healthy", 30*time.Second, httpOK("http://"+p[2]+"/status"), jaeger)
 	// The UI itself, not the placeholder of a build without assets.

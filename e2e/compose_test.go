@@ -171,11 +171,11 @@ func (s *stack) reaches(t *testing.T, from, what, addr string) {
 		return
 	}
 	if !s.listen[host][port] {
-		t.Errorf("%s: %s: %s %s: %s listens on %v, not %s", s.file, from, what, addr, host, keys(s.listen[host]), port)
+		t.Errorf("%s: %s: %s %s: %s listens on %v, not %s", s.file, from, what, addr, host, composeKeys(s.listen[host]), port)
 	}
 }
 
-func keys[V any](m map[string]V) []string {
+func composeKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
 		out = append(out, k)
@@ -217,8 +217,8 @@ func collectorConfig(t *testing.T, bin, file string, env map[string]string) map[
 	return cfg
 }
 
-// dig walks nested maps by keys.
-func dig(v any, path ...string) any {
+// cfgDig walks nested maps by keys.
+func cfgDig(v any, path ...string) any {
 	for _, k := range path {
 		m, ok := v.(map[string]any)
 		if !ok {
@@ -229,7 +229,7 @@ func dig(v any, path ...string) any {
 	return v
 }
 
-func portOf(addr string) string {
+func addrPort(addr string) string {
 	_, p, err := net.SplitHostPort(addr)
 	if err != nil {
 		return ""
@@ -258,9 +258,9 @@ func TestComposeStacks(t *testing.T) {
 				tempoFile := s.mounted(t, "tempo", strings.TrimPrefix(s.c.Services["tempo"].Command[0], "-config.file="))
 				var tempo map[string]any
 				readYAML(t, tempoFile, &tempo)
-				s.listen["tempo"][fmt.Sprint(dig(tempo, "server", "http_listen_port"))] = true
-				if e, ok := dig(tempo, "distributor", "receivers", "otlp", "protocols", "grpc", "endpoint").(string); ok {
-					s.listen["tempo"][portOf(e)] = true
+				s.listen["tempo"][fmt.Sprint(cfgDig(tempo, "server", "http_listen_port"))] = true
+				if e, ok := cfgDig(tempo, "distributor", "receivers", "otlp", "protocols", "grpc", "endpoint").(string); ok {
+					s.listen["tempo"][addrPort(e)] = true
 				}
 			}
 
@@ -285,31 +285,31 @@ func TestComposeStacks(t *testing.T) {
 				{"exporters", "prometheus", "endpoint"},
 				{"extensions", "health_check", "endpoint"},
 			} {
-				if e, ok := dig(cfg, p...).(string); ok {
+				if e, ok := cfgDig(cfg, p...).(string); ok {
 					if !strings.HasPrefix(e, "0.0.0.0:") {
 						t.Errorf("otelcol-dsh %s = %s: want 0.0.0.0 (reachable from the other containers)", strings.Join(p, "."), e)
 					}
-					s.listen["otelcol-dsh"][portOf(e)] = true
+					s.listen["otelcol-dsh"][addrPort(e)] = true
 				}
 			}
-			readers, _ := dig(cfg, "service", "telemetry", "metrics", "readers").([]any)
+			readers, _ := cfgDig(cfg, "service", "telemetry", "metrics", "readers").([]any)
 			for _, r := range readers {
-				if p := dig(r, "pull", "exporter", "prometheus", "port"); p != nil {
+				if p := cfgDig(r, "pull", "exporter", "prometheus", "port"); p != nil {
 					s.listen["otelcol-dsh"][fmt.Sprint(p)] = true
 				}
 			}
 			for _, p := range col.Ports {
 				cp := p[strings.LastIndex(p, ":")+1:]
 				if !s.listen["otelcol-dsh"][cp] {
-					t.Errorf("otelcol-dsh publishes %s, but its configuration listens on %v", p, keys(s.listen["otelcol-dsh"]))
+					t.Errorf("otelcol-dsh publishes %s, but its configuration listens on %v", p, composeKeys(s.listen["otelcol-dsh"]))
 				}
 			}
-			exporters, _ := dig(cfg, "service", "pipelines", "traces", "exporters").([]any)
+			exporters, _ := cfgDig(cfg, "service", "pipelines", "traces", "exporters").([]any)
 			if len(exporters) == 0 {
 				t.Fatal("otelcol-dsh: no traces exporter")
 			}
 			for _, e := range exporters {
-				ep, _ := dig(cfg, "exporters", fmt.Sprint(e), "endpoint").(string)
+				ep, _ := cfgDig(cfg, "exporters", fmt.Sprint(e), "endpoint").(string)
 				s.reaches(t, "otelcol-dsh", "traces exporter "+fmt.Sprint(e), ep)
 			}
 			if ep := col.Environment[tc.traces]; ep == "" {
@@ -542,11 +542,11 @@ func TestDockerfile(t *testing.T) {
 		{"exporters", "prometheus", "endpoint"},
 		{"extensions", "health_check", "endpoint"},
 	} {
-		e, _ := dig(cfg, p...).(string)
+		e, _ := cfgDig(cfg, p...).(string)
 		if !strings.HasPrefix(e, "0.0.0.0:") {
 			t.Errorf("container.yaml %s = %q: want 0.0.0.0:PORT", strings.Join(p, "."), e)
 		}
-		ports = append(ports, portOf(e))
+		ports = append(ports, addrPort(e))
 	}
 	expose := regexp.MustCompile(`(?m)^EXPOSE (.*)$`).FindStringSubmatch(df)
 	if expose == nil {

@@ -148,7 +148,7 @@ func TestRedactContent(t *testing.T) {
 	env := []string{
 		"HEALTH_ENDPOINT=" + health, "SESSION_EVENT_ENDPOINT=" + ingest,
 		"OTLP_GRPC_ENDPOINT=" + ports[2], "OTLP_HTTP_ENDPOINT=" + ports[3],
-		"PROMETHEUS_ENDPOINT=" + ports[4], "TELEMETRY_HOST=127.0.0.1", "TELEMETRY_PORT=" + portOf(ports[5]),
+		"PROMETHEUS_ENDPOINT=" + ports[4], "TELEMETRY_HOST=127.0.0.1", "TELEMETRY_PORT=" + addrPort(ports[5]),
 		"STATE_DIR=" + filepath.Join(dir, "state"), "DSH_SESSIONS=" + sessions,
 	}
 	col := start(t, dir, "otelcol-dsh", bin, env,
