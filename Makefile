@@ -128,10 +128,12 @@ check-generated: generate
 otelcol-dsh:
 	cd cmd/otelcol-dsh && $(GOBUILD_ENV) $(GO) build -trimpath -ldflags="-s -w" -o $(abspath $(OTELCOL)) .
 
-# Real Jaeger and Prometheus on loopback with the collector, testdata sessions
-# replayed; prints where to look and runs until interrupted.
+# Real Jaeger (with its web UI: $$JAEGER_UI_ASSETS or ../shared/jaeger-ui) and
+# Prometheus on loopback with the collector, testdata sessions replayed;
+# prints links to the turns and runs until interrupted. exec: a kill of make
+# reaches the script, which stops everything it started.
 demo: otelcol-dsh
-	OTELCOL_DSH=$(abspath $(OTELCOL)) e2e/demo.sh
+	OTELCOL_DSH=$(abspath $(OTELCOL)) exec e2e/demo.sh
 
 # The end-to-end suite on real Jaeger v2 and Prometheus 3 (e2e/).
 e2e: otelcol-dsh
