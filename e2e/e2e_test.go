@@ -257,6 +257,10 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("dashboard queries", func(t *testing.T) {
+		// The late-closed panel needs a turn that dangled and was ended
+		// later: a crash-repaired session, cut mid-turn, left past the
+		// dangling timeout (3s), then given dsh's repair.
+		lateCloseAfterDangling(t, ctx, procs)
 		exprs, err := dashboardExprs(filepath.Join("..", "deploy", "grafana", "dshtrace-dashboard.json"))
 		if err != nil {
 			t.Fatal(err)
