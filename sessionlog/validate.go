@@ -11,7 +11,7 @@ import (
 // process only).
 var argsSeed = maphash.MakeSeed()
 
-// Validator checks the invariants of one session's log (dsh-format.md §10):
+// Validator checks the invariants of one session's log (docs/format.md §11):
 // dense seqs, the turn/step state machine, tool calls resolved in their
 // step, surface operations valid on the current surface. Feed it every row
 // of the session in order; it keeps only the open state (the open turn and
@@ -134,7 +134,7 @@ func (v *Validator) event(e *Event, f Format, out []Violation) []Violation {
 		out = append(out, Violation{Line: e.Row.Line, Seq: e.Seq, Code: code, Message: fmt.Sprintf(format, args...)})
 	}
 
-	// seq density (§3, §10.2).
+	// seq density (docs/format.md §4, §11.2).
 	switch {
 	case !v.started:
 		v.started = true
@@ -162,7 +162,7 @@ func (v *Validator) event(e *Event, f Format, out []Violation) []Violation {
 	rules := f.RulesVersion()
 	surface := IsSurfaceType(e.Type, rules)
 
-	// Surface keys belong to surface types only (§3, §7.1).
+	// Surface keys belong to surface types only (docs/format.md §4, §8.1).
 	if (e.Surface.Kind != SurfaceNone || e.HasSources) && !surface && knownTypes[e.Type] {
 		add(CodeSurfaceKeysLogged, "%s is a log-only event and may not carry surfaceOp or sourceEventSeqs", e.Type)
 	}
@@ -252,7 +252,7 @@ func (v *Validator) event(e *Event, f Format, out []Violation) []Violation {
 		if !detached {
 			inStep()
 		}
-	case "assistant/attempt", "llm/retry": // §10.3: a retry sits inside the open step
+	case "assistant/attempt", "llm/retry": // docs/format.md §11.3: a retry sits inside the open step
 		inStep()
 	case "assistant/message":
 		v.citeGaps(e)
@@ -372,7 +372,7 @@ func (v *Validator) flushGaps(out []Violation) []Violation {
 	return out
 }
 
-// unresolved reports advertised calls of the closing step with no result (§10.3).
+// unresolved reports advertised calls of the closing step with no result (docs/format.md §11.3).
 func (v *Validator) unresolved(e *Event, out []Violation) []Violation {
 	for _, c := range v.advertised {
 		if !c.resolved {
@@ -412,7 +412,7 @@ func (v *Validator) toolCall(e *Event, f Format, out []Violation) []Violation {
 }
 
 // ResolveCallID finds which pending call a tool/result closes, in the order
-// of §12.2 #6: the message's own call id, the tool/call its sourceEventSeqs
+// of docs/format.md §13.3: the message's own call id, the tool/call its sourceEventSeqs
 // cite, the oldest pending call of the same tool name, the oldest pending.
 func resolveCall(e *Event, pending []pendingCall) int {
 	if e.CallID != "" {
@@ -442,7 +442,7 @@ func (v *Validator) toolResult(e *Event, out []Violation) []Violation {
 		v.pending = slices.Delete(v.pending, i, i+1)
 	} else {
 		// A call that never started may only be closed by crash repair's
-		// TOOL_NOT_STARTED result (§10.3, §10.4).
+		// TOOL_NOT_STARTED result (docs/format.md §11.3, §11.4).
 		notStarted := e.SyntheticResult && e.ErrorCode == "TOOL_NOT_STARTED" &&
 			slices.ContainsFunc(v.advertised, func(c advertisedCall) bool { return c.ID == e.CallID && !c.started })
 		if !notStarted {
@@ -460,7 +460,7 @@ func (v *Validator) toolResult(e *Event, out []Violation) []Violation {
 	return out
 }
 
-// surfaceOp folds a surface event into the surface (§7.2) and checks it.
+// surfaceOp folds a surface event into the surface (docs/format.md §8.2) and checks it.
 func (v *Validator) surfaceOp(e *Event, out []Violation) []Violation {
 	add := func(code, format string, args ...any) {
 		out = append(out, Violation{Line: e.Row.Line, Seq: e.Seq, Code: code, Message: fmt.Sprintf(format, args...)})
@@ -480,7 +480,7 @@ func (v *Validator) surfaceOp(e *Event, out []Violation) []Violation {
 	return out
 }
 
-// ApplyReplace applies a replace surfaceOp to surface (§7.2) and returns the
+// ApplyReplace applies a replace surfaceOp to surface (docs/format.md §8.2) and returns the
 // new surface. When the range is not on the surface it returns the surface
 // unchanged with the violation code and message; a range whose nodes are not
 // all cited is applied and reported.

@@ -6,8 +6,9 @@ import (
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
-// pairing pairs tool/result events with pending tool/call events (§12.2
-// #6): by the result's call id, else the tool/call its sourceEventSeqs[0]
+// pairing pairs tool/result events with pending tool/call events
+// (docs/format.md §13.3): by the result's call id, else the tool/call its
+// sourceEventSeqs[0]
 // cites, else the oldest pending call of the same tool name in the result's
 // step, else the oldest pending call of that step. V is what the caller
 // attaches to a call. `query --call-id` pairs this way as it streams: it

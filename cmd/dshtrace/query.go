@@ -204,7 +204,7 @@ func turnMatcher(turn int64) func(*sessionlog.Row) bool {
 
 // callMatcher matches the rows of one tool round trip: the assistant/message
 // that advertised the call, its tool/call, its tool/result(s) (paired as
-// §12.2 #6 says, so seed-dialect results without a call id count), and the
+// docs/format.md §13.3 says, so seed-dialect results without a call id count), and the
 // dispatch sub-calls under it.
 func callMatcher(id string) func(*sessionlog.Row) bool {
 	pairs := map[string]*pairing[string]{}

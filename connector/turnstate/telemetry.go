@@ -15,7 +15,7 @@ import (
 )
 
 // Self-telemetry instrument names. They are spelled out with the otelcol_
-// prefix, as mdatagen-generated names are (collector-notes §8.2, §10).
+// prefix, as mdatagen-generated names are (docs/design.md §9.4, §9.5).
 const (
 	metricTurnsOpen        = "otelcol_connector_turn_state_turns_open"
 	metricSessionsOpen     = "otelcol_connector_turn_state_sessions_open"

@@ -12,7 +12,7 @@ import (
 // and what it wrote, tool spans their arguments and results.
 
 // captureInput records the history the model saw: the session's derived
-// history just before the step's first model event (§7.4).
+// history just before the step's first model event (docs/format.md §8.4).
 func (s *session) captureInput(a *Attempt) {
 	if s.deriver == nil {
 		return

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
-// Metric names (DESIGN §5).
+// Metric names (docs/design.md §5).
 const (
 	MetricTurns             = "dsh.turns"
 	MetricTurnDuration      = "dsh.turn.duration"
@@ -102,7 +102,7 @@ type exemplar struct {
 // maxExemplars per histogram point per flush.
 const maxExemplars = 4
 
-// Metrics holds the cumulative aggregates the engine emits (DESIGN §5).
+// Metrics holds the cumulative aggregates the engine emits (docs/design.md §5).
 type Metrics struct {
 	maxValues int
 	admitted  map[string]map[string]struct{}

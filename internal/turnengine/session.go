@@ -111,7 +111,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		s.lastTurnStart = ev.Seq
 	}
 	if !e.cfg.KeepInherited && s.header != nil && s.header.HasSeedLength && ev.Seq < s.header.SeedLength {
-		// Inherited from the parent session, whose spans these are (§10.5).
+		// Inherited from the parent session, whose spans these are (docs/format.md §11.5).
 		return
 	}
 	if s.deriver != nil {
@@ -392,7 +392,7 @@ func currentAttempt(st *Step) *Attempt {
 }
 
 // chunk folds a v0/v1 (or seed) assistant/chunk into the streaming attempt;
-// a finish chunk ends the attempt (§12.2 #4).
+// a finish chunk ends the attempt (docs/format.md §13.2).
 func (s *session) chunk(st *Step, ev *sessionlog.Event) {
 	a := currentAttempt(st)
 	if a == nil {
@@ -436,7 +436,7 @@ func (s *session) fromStream(a *Attempt, st *sessionlog.Stream) {
 	}
 }
 
-// message commits the step's model call (§5.5, §8.2).
+// message commits the step's model call (docs/format.md §6.5, §9.2).
 func (s *session) message(st *Step, ev *sessionlog.Event) {
 	var a *Attempt
 	if ev.Stream == nil {
@@ -487,7 +487,7 @@ func outcome(isError bool) string {
 	return "ok"
 }
 
-// toolResult closes the call a result answers (§12.2 #6).
+// toolResult closes the call a result answers (docs/format.md §13.3).
 func (s *session) toolResult(st *Step, ev *sessionlog.Event) {
 	ot := s.turn
 	var tc *ToolCall

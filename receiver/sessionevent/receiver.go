@@ -30,7 +30,7 @@ const (
 
 // sessionReceiver is the session_event receiver: an HTTP source and a file
 // source, both turning physical session-log rows into the log records of
-// DESIGN §3 through logrecord.Tracker.
+// docs/design.md §3 through logrecord.Tracker.
 type sessionReceiver struct {
 	cfg  *Config
 	set  receiver.Settings
