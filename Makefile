@@ -29,6 +29,11 @@ fmt-check:
 vet:
 	$(GO) vet ./...
 
+# Code and READMEs cite only the repository's own docs/ (existing sections).
+.PHONY: check-citations
+check-citations:
+	@tools/check-citations.sh
+
 unit:
 	DSH_CORPUS=$(abspath $(SHARED))/dsh-corpus $(GO) test -count=1 ./...
 
