@@ -32,6 +32,7 @@ vet:
 # Code and READMEs cite only the repository's own docs/ (existing sections).
 .PHONY: check-citations
 check-citations:
+	@tools/check-citations.sh --self-test
 	@tools/check-citations.sh
 
 unit:

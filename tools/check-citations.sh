@@ -13,9 +13,37 @@
 # References of other standards ("RFC 8878 §3.1") are left alone.
 #
 # Usage: tools/check-citations.sh [ROOT]   (default: the repository root)
+#        tools/check-citations.sh --self-test
 set -eu
 LC_ALL=C
 export LC_ALL
+
+# --self-test: run the check on scratch trees made from this repository's
+# docs/, one with good citations (must pass) and one with each kind of bad
+# citation (must fail, naming each).
+if [ "${1:-}" = "--self-test" ]; then
+	here=$(cd "$(dirname "$0")/.." && pwd)
+	t=$(mktemp -d)
+	trap 'rm -rf "$t"' EXIT INT TERM
+	for tree in good bad; do
+		mkdir -p "$t/$tree/x"
+		cp -R "$here/docs" "$t/$tree/docs"
+	done
+	printf '%s\n' 'package x' '// (docs/format.md §5.1, §5.2 and §11.4; docs/design.md §3)' \
+		'// RFC 8878 §3.1' >"$t/good/x/a.go"
+	printf '%s\n' 'package x' '// bare (§4.1)' '// (docs/format.md §99)' '// (docs/design.md §3, §42)' \
+		'// (docs/nope.md §1)' '// DESIGN §3' '// see dsh-format.md' >"$t/bad/x/a.go"
+	sh "$0" "$t/good" >"$t/good.out" 2>&1 || { cat "$t/good.out"; echo "self-test: good tree failed"; exit 1; }
+	if sh "$0" "$t/bad" >"$t/bad.out" 2>&1; then
+		echo "self-test: bad tree passed"; exit 1
+	fi
+	for want in 'bare §4.1' 'no section §99' 'no section §42' 'no such file docs/nope.md' \
+		'outside the repository: x/a.go:6' 'outside the repository: x/a.go:7'; do
+		grep -q -F "$want" "$t/bad.out" || { cat "$t/bad.out"; echo "self-test: missing '$want'"; exit 1; }
+	done
+	echo "check-citations: self-test ok"
+	exit 0
+fi
 
 root=${1:-$(cd "$(dirname "$0")/.." && pwd)}
 cd "$root"
