@@ -47,6 +47,12 @@ vet:
 	@echo "== vet"
 	@$(GO) vet ./...
 
+# Code and READMEs cite only the repository's own docs/ (existing sections).
+.PHONY: check-citations
+check-citations:
+	@tools/check-citations.sh --self-test
+	@tools/check-citations.sh
+
 unit:
 	@echo "== unit ($(CORPUS_LINE))"
 	@$(GO) test -count=1 ./...

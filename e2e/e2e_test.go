@@ -34,7 +34,7 @@ import (
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 )
 
-// Loopback addresses (real-backends.md §1; nothing uses a default port).
+// Loopback addresses (docs/design.md §10.2; nothing uses a default port).
 const (
 	jaegerQuery   = "http://127.0.0.1:26686"
 	jaegerHealth  = "http://127.0.0.1:23133/status"

@@ -26,7 +26,7 @@ type Format struct {
 	Known bool
 	// FromHeader is true when Version came from the header line.
 	FromHeader bool
-	// Seed is true for the simplified seed dialect (§11): no header and
+	// Seed is true for the simplified seed dialect (docs/format.md §12): no header and
 	// seed-only shapes in the events.
 	Seed bool
 }
@@ -46,7 +46,7 @@ func (f Format) String() string {
 }
 
 // RulesVersion is the version whose rules apply: the known version, else 0
-// (§12.1: default to v0 rules; the seed dialect follows v0 rules too).
+// (docs/format.md §1.2: default to v0 rules; the seed dialect follows v0 rules too).
 func (f Format) RulesVersion() int {
 	if f.Known && !f.Seed {
 		return f.Version
@@ -143,7 +143,7 @@ func hasDetail(typ string) bool {
 	return false
 }
 
-// wrapping is what a row's line wrapper (§9) says, read before the record
+// wrapping is what a row's line wrapper (docs/format.md §10) says, read before the record
 // inside is decoded.
 type wrapping struct {
 	wrapper   Wrapper
@@ -267,7 +267,7 @@ func firstInvalidUTF8(b []byte) int {
 	return -1
 }
 
-// unwrap recognises the line wrappers of §9 and returns the record inside,
+// unwrap recognises the line wrappers of docs/format.md §10 and returns the record inside,
 // or nil when the row carries none (then r is complete).
 func unwrap(w *wrapping, v jv, m *record) jv {
 	// The first member of each name, from the walk of the row m is.
@@ -446,7 +446,7 @@ func seqOf(v jv) int64 {
 	return -1
 }
 
-// evidence upgrades the inferred version (§12.1) unless a header fixed it.
+// evidence upgrades the inferred version (docs/format.md §1.2) unless a header fixed it.
 func (d *RowDecoder) evidence(version int, seed bool) {
 	if d.format.FromHeader {
 		return
@@ -543,7 +543,7 @@ func envelopeKeyV2(key string) bool {
 	return false
 }
 
-// decodeEnvelope fills e from an event record (§3) and its typed payload.
+// decodeEnvelope fills e from an event record (docs/format.md §4) and its typed payload.
 func (d *RowDecoder) decodeEnvelope(r *Row, e *Event, v jv, m *record) {
 	e.Seq = -1
 	if n, ok := intValue(m.seq); ok && n >= 0 {
@@ -648,7 +648,7 @@ func sourcesLen(src jv, seq int64) int {
 	return min(n, maxSourceSeqs)
 }
 
-// decodeSources expands sourceEventSeqs (§4.2) and checks the rules that
+// decodeSources expands sourceEventSeqs (docs/format.md §5.2) and checks the rules that
 // need nothing but the event itself.
 func decodeSources(r *Row, e *Event, src jv) {
 	e.HasSources = true
@@ -846,7 +846,7 @@ func (d *RowDecoder) decodeToolResult(e *Event, data jv) {
 	e.MessageID = string(msg.GetStringBytes("id"))
 	e.SourceKind = string(msg.GetStringBytes("source", "kind"))
 	e.SyntheticResult = strings.HasPrefix(e.MessageID, "interrupted-tool-result-")
-	// Call id, first of: toolCallId, source.callId, the tool-result block (§12.2 #6).
+	// Call id, first of: toolCallId, source.callId, the tool-result block (docs/format.md §13.3).
 	block := msg.Get("content", "0")
 	switch {
 	case msg.Get("toolCallId").ok():
@@ -861,7 +861,7 @@ func (d *RowDecoder) decodeToolResult(e *Event, data jv) {
 	case block.ok() && string(block.GetStringBytes("type")) == "tool-result":
 		e.CallID = string(block.GetStringBytes("toolCallId"))
 	}
-	// Error flag (§12.2 #7).
+	// Error flag (docs/format.md §13.4).
 	switch {
 	case msg.Get("isError").ok():
 		e.IsError = msg.GetBool("isError")
@@ -972,7 +972,7 @@ func decodeFinish(c jv) *Finish {
 	return f
 }
 
-// decodeChunk reads a StreamChunk (§8.3) into ch, which must be zero.
+// decodeChunk reads a StreamChunk (docs/format.md §9.3) into ch, which must be zero.
 func decodeChunk(ch *Chunk, c jv) {
 	if !c.ok() || c.Type() != tObject {
 		return
@@ -999,7 +999,7 @@ func decodeChunk(ch *Chunk, c jv) {
 	}
 }
 
-// decodeStream summarizes an embedded stream (§4.3).
+// decodeStream summarizes an embedded stream (docs/format.md §5.3).
 func decodeStream(s jv) *Stream {
 	st := &Stream{}
 	at := func(t int64) {
@@ -1056,7 +1056,7 @@ func decodeStream(s jv) *Stream {
 					st.FirstDeltaTime, st.HasDelta = t, true
 				}
 			}
-		default: // unknown record: keep its time for timing (§12.3)
+		default: // unknown record: keep its time for timing (docs/format.md §13.5)
 			if t, ok := intField(rec, "time"); ok {
 				at(t)
 			} else if t, ok := intField(rec, "time0"); ok {
@@ -1083,7 +1083,7 @@ func packedKey(key string, tool bool) bool {
 }
 
 // decodePacked validates a v0/v1 packed chunk row against its exact schema
-// and expands it into its assistant/chunk events (§4.1).
+// and expands it into its assistant/chunk events (docs/format.md §5.1).
 func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	r.Kind = RowPacked
 	fail := func(seq int64, msg string) {
@@ -1242,7 +1242,7 @@ func safeInt(v jv) (int64, bool) {
 }
 
 // IsSurfaceType reports whether events of type typ are surface events in
-// format version v (§5.1).
+// format version v (docs/format.md §6.1).
 func IsSurfaceType(typ string, v int) bool {
 	switch typ {
 	case "user/message", "assistant/message", "tool/result":

@@ -54,7 +54,7 @@ func runTurns(args []string, stdin io.Reader, stdout io.Writer) error {
 // closes, the turns still open at the end of the input last. Wrapped rows
 // (live transports) may interleave several sessions; a "session ID" line
 // says when the output switches to another. Where a fork's inherited
-// prefix ends (§2, §10.5) a line says so: the turns printed above it were
+// prefix ends (docs/format.md §3, §11.5) a line says so: the turns printed above it were
 // copied from the parent session.
 func outlineStream(name string, r io.Reader, w io.Writer) error {
 	dec, err := sessionlog.NewDecoder(r, sessionlog.Options{})
@@ -173,7 +173,7 @@ func writeTurn(w io.Writer, t *turnengine.Turn) {
 	tb.write(w)
 }
 
-// stepUsage sums the usage of a step's attempts, each counted once (§8.2:
+// stepUsage sums the usage of a step's attempts, each counted once (docs/format.md §9.2:
 // the engine gives a committed attempt its message's usage); ok is false
 // when no attempt reported any.
 func stepUsage(s *turnengine.Step) (u sessionlog.Usage, ok bool) {
@@ -221,7 +221,7 @@ func stepCost(s *turnengine.Step) string {
 // usd writes an amount of dollars in full, without binary noise.
 func usd(v float64) string { return "$" + strconv.FormatFloat(v, 'f', -1, 64) }
 
-// stepModel renders the model that served a step (§8.2): the committed
+// stepModel renders the model that served a step (docs/format.md §9.2): the committed
 // attempt's, else the last attempt's (the latest request model before it),
 // as provider/model, whichever part is known, or "-".
 func stepModel(s *turnengine.Step) string {
@@ -299,7 +299,7 @@ func reasonText(t *turnengine.Turn) string {
 }
 
 // durationText renders the time from one logged time to another, clamped
-// at 0 (§3: time is not monotonic); a clamped one says how far the clock
+// at 0 (docs/format.md §4: time is not monotonic); a clamped one says how far the clock
 // went back.
 func durationText(from, to int64) string {
 	if to < from {

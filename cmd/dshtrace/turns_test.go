@@ -18,7 +18,7 @@ import (
 // update rewrites the golden files instead of comparing against them.
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
-// seedSample is the seed dialect's sample log (dsh-format.md §11).
+// seedSample is the seed dialect's sample log (docs/format.md §12).
 const seedSample = "../../testdata/seed/sample.jsonl"
 
 // turnsGoldens are the inputs whose outlines are pinned, each checked by
@@ -242,7 +242,7 @@ func outline(t *testing.T, jsonl string) string {
 	return out
 }
 
-// TestTurnsAttemptsAndTokens: a step's attempts, tokens and model (§8.2),
+// TestTurnsAttemptsAndTokens: a step's attempts, tokens and model (docs/format.md §9.2),
 // v0/v1 attempts split from chunks and v2+ attempts recorded whole.
 func TestTurnsAttemptsAndTokens(t *testing.T) {
 	const open = `
@@ -258,7 +258,7 @@ func TestTurnsAttemptsAndTokens(t *testing.T) {
 		name, body, step string
 	}{{
 		// A failed attempt counts through its usage chunk; the committed
-		// one through message.usage, not also its chunk (§8.2).
+		// one through message.usage, not also its chunk (docs/format.md §9.2).
 		name: "v0 retry: failed attempt's chunk plus committed message usage",
 		body: `
 {"type":"assistant/chunk","seq":3,"time":101,"data":{"turn":1,"step":1,"chunk":{"type":"usage","usage":{"inputTokens":7,"outputTokens":1}}}}
@@ -349,7 +349,7 @@ func TestTurnsOutline(t *testing.T) {
 	tests := []struct {
 		name, log, want string
 	}{{
-		// Results arrive in an order that only the pairing rules (§12.2 #6,
+		// Results arrive in an order that only the pairing rules (docs/format.md §13.3,
 		// turnmodel.Calls) untangle: by call id, by the cited tool/call seq,
 		// by tool name; a seed-dialect result with no evidence closes no
 		// call (a is left unknown); a rewrite (surfaceOp replace) is not an

@@ -11,7 +11,7 @@ import (
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 )
 
-// Config configures the turn_state connector (DESIGN §4, README).
+// Config configures the turn_state connector (docs/design.md §4, README).
 type Config struct {
 	// AgentName names the agent in turn spans (`invoke_agent {agent}`) when
 	// a session's header has no agentPreset.

@@ -396,7 +396,7 @@ func TestEmitFailureCountedNotRetried(t *testing.T) {
 	assert.EqualValues(t, 2, h.selfSum(metadata.MetricEmitFailures, "signal=metrics"))
 }
 
-// The metrics flush carries every DESIGN §5 metric that the input gives
+// The metrics flush carries every docs/design.md §5 metric that the input gives
 // rise to (dsh.usage.reasoning_tokens only comes with providers that report
 // reasoning tokens, and no corpus file does), cumulative (monotonic sums, stable start times, values that
 // never decrease), with exemplars on histograms.

@@ -1,5 +1,5 @@
 // Package logrecord is the log-record contract between the session_event
-// receiver and the turn_state connector (DESIGN §3): how a physical row of
+// receiver and the turn_state connector (docs/design.md §3): how a physical row of
 // a session log becomes an OTLP log record, and how a record — ours, or one
 // of dsh's own OTLP log export — becomes session events again.
 package logrecord

@@ -13,7 +13,7 @@ import (
 // and what it wrote, tool spans their arguments and results.
 
 // captureInput records what the model saw: the session's derived history
-// just before the step's first model event (§7.4), as the GenAI
+// just before the step's first model event (docs/format.md §8.4), as the GenAI
 // conventions shape it — system messages as gen_ai.system_instructions
 // (a list of parts), the rest as gen_ai.input.messages (a list of
 // {role, parts}).
@@ -102,7 +102,7 @@ func inputMessages(h sessionlog.History) (sys []any, msgs []chatMessage) {
 	return sys, msgs
 }
 
-// block is a dsh content block (§5.4), the fields the parts need.
+// block is a dsh content block (docs/format.md §6.4), the fields the parts need.
 type block struct {
 	Type       string          `json:"type"`
 	Text       string          `json:"text"`

@@ -39,7 +39,7 @@ type Config struct {
 	// its finished steps. Off, a turn's spans go out together at its end.
 	LiveSteps bool
 	// KeepInherited rebuilds a fork's inherited prefix (the events before
-	// the header's seedLength, §10.5) into turns like the session's own, as
+	// the header's seedLength, docs/format.md §11.5) into turns like the session's own, as
 	// an outline of the whole log wants. Off, they are skipped: their spans
 	// are the parent session's.
 	KeepInherited bool

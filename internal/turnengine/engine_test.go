@@ -105,7 +105,7 @@ func TestCorpusMaps(t *testing.T) {
 		}
 		want := 0
 		for _, tn := range rep.Turns {
-			// Turns a fork inherited are its parent's: not emitted again (§10.5).
+			// Turns a fork inherited are its parent's: not emitted again (docs/format.md §11.5).
 			if h := rep.Header; h == nil || !h.HasSeedLength || tn.StartSeq >= h.SeedLength {
 				want++
 			}

@@ -124,7 +124,7 @@ type exemplar struct {
 // maxExemplars per histogram point per flush.
 const maxExemplars = 4
 
-// Metrics holds the cumulative aggregates the engine emits (DESIGN §5).
+// Metrics holds the cumulative aggregates the engine emits (docs/design.md §5).
 type Metrics struct {
 	maxValues int
 	admitted  map[string]map[string]struct{}

@@ -23,7 +23,7 @@ type Turn struct {
 	StartSeq, EndSeq   int64
 	// LoggedEndTime is EndTime as logged, before clamping: the turn/end's
 	// time (a dangling turn's last event time). Below StartTime, the clock
-	// went back (§3).
+	// went back (docs/format.md §4).
 	LoggedEndTime int64
 	// Reason is the turn/end reason; for a dangling turn Kind is "dangling".
 	Reason sessionlog.Reason

@@ -126,7 +126,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 	m := ev.TurnModel(s.format)
 	pl := s.cur.Advance(&m)
 	if pl.Inherited && !e.cfg.KeepInherited {
-		// Inherited from the parent session, whose spans these are (§10.5).
+		// Inherited from the parent session, whose spans these are (docs/format.md §11.5).
 		return
 	}
 	if s.deriver != nil {
@@ -406,7 +406,7 @@ func currentAttempt(st *Step) *Attempt {
 }
 
 // chunk folds a v0/v1 (or seed) assistant/chunk into its attempt; a
-// finish chunk ends the attempt (§12.2 #4).
+// finish chunk ends the attempt (docs/format.md §13.2).
 func (s *session) chunk(a *Attempt, ev *sessionlog.Event) {
 	a.lastSeq = ev.Seq
 	c := ev.Chunk
@@ -446,7 +446,7 @@ func (s *session) fromStream(a *Attempt, st *sessionlog.Stream) {
 	}
 }
 
-// message commits the step's model call (§5.5, §8.2): a, the attempt the
+// message commits the step's model call (docs/format.md §6.5, §9.2): a, the attempt the
 // turn model says it commits (fresh when it starts one).
 func (s *session) message(st *Step, a *Attempt, fresh bool, ev *sessionlog.Event) {
 	if fresh {
@@ -484,7 +484,7 @@ func outcome(isError bool) string {
 }
 
 // toolResult closes the call the turn model paired the result with
-// (§12.2 #6, turnmodel.Calls).
+// (docs/format.md §13.3, turnmodel.Calls).
 func (s *session) toolResult(st *Step, ev *sessionlog.Event, pl turnmodel.Place) {
 	ot := s.turn
 	var tc *ToolCall

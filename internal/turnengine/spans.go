@@ -14,7 +14,7 @@ const ScopeName = "github.com/dshtrace/dshtrace/connector/turnstate"
 
 // Traces renders closed turns as OTLP traces: one trace per turn, one
 // ResourceSpans per session (resource session.id and service.name = the
-// agent), spans as DESIGN §4 lays out.
+// agent), spans as docs/design.md §4 lays out.
 func Traces(turns []*Turn) ptrace.Traces {
 	td := ptrace.NewTraces()
 	bySession := map[string]ptrace.SpanSlice{}

@@ -286,7 +286,7 @@ var contextFree = map[string]bool{
 //
 // Rows may come in any order and any batching, so what a request can be
 // judged on depends on what it holds. A request that holds the session from
-// its start (seq 0) is checked against every invariant of dsh-format §10 —
+// its start (seq 0) is checked against every invariant of docs/format.md §11 —
 // dense seqs, turn and step nesting, tool calls resolved, replace ranges on
 // the surface — as dsh itself would check the file. Any other request can
 // only be checked row by row (the rows' own decoding, surface keys), and

@@ -84,7 +84,7 @@ func TestHTTPSessionEndpoint(t *testing.T) {
 	assert.Equal(t, len(lines), res.int("accepted"))
 }
 
-// TestHTTPRecordContract: the records are exactly DESIGN §3: resource
+// TestHTTPRecordContract: the records are exactly docs/design.md §3: resource
 // {session.id} only, event names, body, timestamps, attributes, ids,
 // severity.
 func TestHTTPRecordContract(t *testing.T) {
@@ -225,7 +225,7 @@ func TestHTTPEncodings(t *testing.T) {
 	}
 }
 
-// TestHTTPRefusals: the 4xx answers of DESIGN §3, each emitting nothing.
+// TestHTTPRefusals: the 4xx answers of docs/design.md §3, each emitting nothing.
 func TestHTTPRefusals(t *testing.T) {
 	file := readRepoTestdata(t, "dialects/v4-tools.jsonl")
 	small := zstdFile(t, []byte(strings.Repeat(`{"type":"todo/write","seq":1,"time":1,"data":{"todos":[]}}`+"\n", 3)), 1)
