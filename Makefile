@@ -32,7 +32,7 @@ CORPUS_LINE  := $(if $(CORPUS_FOUND),corpus: $(CORPUS_FOUND),no dsh corpus - con
 # The quick suite (a few minutes): formatting, vet, and every package's
 # tests — unit, the repository's own testdata logs, and the corpus
 # conformance tests when a corpus is found. One line per stage.
-test: fmt-check vet unit
+test: fmt-check vet citations unit
 
 # Everything: the quick suite, then the collector components under the race
 # detector and a brief pass of every fuzz target. CI runs this (.ci/run).
@@ -48,8 +48,9 @@ vet:
 	@$(GO) vet ./...
 
 # Code and READMEs cite only the repository's own docs/ (existing sections).
-.PHONY: check-citations
-check-citations:
+.PHONY: check-citations citations
+check-citations citations:
+	@echo "== citations"
 	@tools/check-citations.sh --self-test
 	@tools/check-citations.sh
 
@@ -60,7 +61,7 @@ unit:
 # The collector components again under the race detector.
 race:
 	@echo "== race ($(CORPUS_LINE))"
-	@$(GO) test -race -count=1 ./connector/... ./receiver/... ./exporter/... ./internal/logrecord/...
+	@$(GO) test -race -count=1 ./connector/... ./processor/... ./receiver/... ./exporter/... ./internal/logrecord/... ./internal/turnmodel/...
 
 # Fetch the corpus's public fixtures at their pinned commits into
 # .corpus/dsh-corpus (git-ignored); needs git and the network
