@@ -1,6 +1,9 @@
 package turnengine
 
-import "math"
+import (
+	"math"
+	"time"
+)
 
 // finishStep hands the open turn's step that just ended to the engine when
 // steps are emitted live (Config.LiveSteps): its spans go out as a
@@ -10,7 +13,7 @@ import "math"
 // clamped into the turn's start (its end is not known yet). restoring: the
 // step's events are being re-applied after a restart, and the engine that
 // applied them first emitted it already.
-func (s *session) finishStep(restoring bool) {
+func (s *session) finishStep(restoring bool, now time.Time) {
 	ot := s.turn
 	if !s.e.cfg.LiveSteps || ot == nil || len(ot.t.Steps) == 0 {
 		return
@@ -22,31 +25,36 @@ func (s *session) finishStep(restoring bool) {
 	t.Steps[len(t.Steps)-1] = nil // not held by the backing array either
 	t.Steps = t.Steps[:len(t.Steps)-1]
 	ot.stepsEmitted++
-	// Its model calls are priced now, into the turn's totals, which its
-	// root carries at the turn's end.
-	steps := []*Step{st}
-	priceSteps(s.e.metrics.prices, t, steps)
-	t.liveInferences += len(st.Attempts)
-	t.liveTools += len(st.Tools)
-	if restoring {
-		return
-	}
 	frag := &Turn{SessionID: t.SessionID, Number: t.Number, Agent: t.Agent, StartTime: t.StartTime,
-		StartSeq: t.StartSeq, EndSeq: -1, Fragment: true, Steps: steps}
-	s.e.metrics.recordSteps(frag)
-	s.e.closed = append(s.e.closed, frag)
+		StartSeq: t.StartSeq, EndSeq: -1, Fragment: true, Steps: []*Step{st}, Of: t, Replayed: restoring}
+	// The observer prices it into the turn's totals, which the root
+	// carries at the turn's end — a replayed step too, though it is not
+	// emitted again.
+	s.e.obs.Closed(frag, now)
+	if !restoring {
+		s.e.closed = append(s.e.closed, frag)
+	}
 }
 
-// recordSteps aggregates the model and tool calls of a turn's steps
-// (priced already).
-func (m *Metrics) recordSteps(t *Turn) {
-	trace := TraceID(t.SessionID, t.Number)
-	for _, st := range t.Steps {
+// recordFragment prices a live step fragment into its turn's totals and,
+// unless it is Replayed, aggregates its model and tool calls.
+func (m *Metrics) recordFragment(f *Turn, now time.Time) {
+	t := f.Of
+	priceSteps(m.prices, t, f.Steps)
+	for _, st := range f.Steps {
+		t.liveInferences += len(st.Attempts)
+		t.liveTools += len(st.Tools)
+	}
+	if f.Replayed {
+		return
+	}
+	trace := TraceID(f.SessionID, f.Number)
+	for _, st := range f.Steps {
 		for _, a := range st.Attempts {
-			m.recordAttempt(t, st, a, trace)
+			m.recordAttempt(f, st, a, trace, now)
 		}
 		for _, tc := range st.Tools {
-			m.recordTool(t, st, tc, trace)
+			m.recordTool(f, st, tc, trace, now)
 		}
 	}
 }

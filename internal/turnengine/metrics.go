@@ -130,13 +130,44 @@ type Metrics struct {
 	admitted  map[string]map[string]struct{}
 	series    map[string]map[string]*point // metric name → attribute key → point
 	defs      map[string]*metricDef
-	now       time.Time
 	keyBuf    []byte
 	// eventPoints maps a raw event type to its dsh.session.events point
 	// (after the cap), so counting an event is one lookup.
 	eventPoints map[string]*point
 	// prices prices the model calls of each turn recorded.
 	prices *pricing.Table
+}
+
+// The Metrics are an Observer of the engine: they aggregate what it sees.
+var _ Observer = (*Metrics)(nil)
+
+// Event counts an event applied (dsh.session.events).
+func (m *Metrics) Event(eventType string, now time.Time) { m.recordEvent(eventType, now) }
+
+// Violation counts an invariant violation (dsh.session.violations).
+func (m *Metrics) Violation(code string, now time.Time) { m.recordViolation(code, now) }
+
+// Closed aggregates what the engine closed: a turn (priced first, so that
+// the spans rendered from it carry the cost the metrics count), a live
+// step fragment (priced into its turn's totals; counted unless Replayed),
+// or a late close.
+func (m *Metrics) Closed(t *Turn, now time.Time) {
+	switch {
+	case t.Late != nil:
+		m.recordLateClose(t, now)
+	case t.Fragment:
+		m.recordFragment(t, now)
+	default:
+		m.recordTurn(t, now)
+	}
+}
+
+// NewMetrics returns empty metrics capping each dimension at maxValues
+// distinct values (the default when 0), pricing with the built-in table.
+func NewMetrics(maxValues int) *Metrics {
+	m := newMetrics()
+	m.SetMaxValues(maxValues)
+	return m
 }
 
 func newMetrics() *Metrics {
@@ -183,7 +214,7 @@ func (m *Metrics) capped(dim, value string) string {
 	return value
 }
 
-func (m *Metrics) point(name string, a attrSet) *point {
+func (m *Metrics) point(name string, a attrSet, now time.Time) *point {
 	buf := m.keyBuf[:0]
 	for _, p := range a.kv[:a.n] {
 		buf = append(buf, p.k...)
@@ -199,17 +230,17 @@ func (m *Metrics) point(name string, a attrSet) *point {
 	for i := range a.kv[:a.n] { // kept: no views into rows
 		a.kv[i].v = strings.Clone(a.kv[i].v)
 	}
-	p := &point{attrs: a, start: m.now}
+	p := &point{attrs: a, start: now}
 	series[string(buf)] = p
 	return p
 }
 
-func (m *Metrics) add(name string, n int64, a attrSet) {
-	m.point(name, a).value += n
+func (m *Metrics) add(name string, n int64, a attrSet, now time.Time) {
+	m.point(name, a, now).value += n
 }
 
-func (m *Metrics) observe(name string, v float64, ex exemplar, a attrSet) {
-	p := m.point(name, a)
+func (m *Metrics) observe(name string, v float64, ex exemplar, a attrSet, now time.Time) {
+	p := m.point(name, a, now)
 	bounds := m.defs[name].bounds
 	if p.counts == nil {
 		p.counts = make([]uint64, len(bounds)+1)
@@ -229,12 +260,12 @@ func (m *Metrics) observe(name string, v float64, ex exemplar, a attrSet) {
 	}
 }
 
-func (m *Metrics) recordEvent(typ string) {
+func (m *Metrics) recordEvent(typ string, now time.Time) {
 	if p := m.eventPoints[typ]; p != nil {
 		p.value++
 		return
 	}
-	p := m.point(MetricSessionEvents, attrs(kv{"event.type", m.capped("event.type", typ)}))
+	p := m.point(MetricSessionEvents, attrs(kv{"event.type", m.capped("event.type", typ)}), now)
 	p.value++
 	// Types past the cap share the "other" point; remember a bounded
 	// number of raw types, so that hostile input cannot grow the map.
@@ -243,9 +274,9 @@ func (m *Metrics) recordEvent(typ string) {
 	}
 }
 
-// RecordViolation counts one invariant violation by its code.
-func (m *Metrics) RecordViolation(code string) {
-	m.add(MetricSessionViolations, 1, attrs(kv{"dsh.violation", code}))
+// recordViolation counts one invariant violation by its code.
+func (m *Metrics) recordViolation(code string, now time.Time) {
+	m.add(MetricSessionViolations, 1, attrs(kv{"dsh.violation", code}), now)
 }
 
 func seconds(ms int64) float64 { return float64(ms) / 1000 }
@@ -256,7 +287,7 @@ func msToNanos(ms int64) int64 { return ms * int64(time.Millisecond) }
 // tool calls. It prices the turn first (Attempt.Cost, Turn.Cost), so that
 // the spans rendered from it afterwards carry the cost the metrics count.
 // The steps of it emitted live were priced and counted then (live.go).
-func (m *Metrics) recordTurn(t *Turn) {
+func (m *Metrics) recordTurn(t *Turn, now time.Time) {
 	priceSteps(m.prices, t, t.Steps)
 	reason := reasonKind(t)
 	errType := ""
@@ -265,11 +296,11 @@ func (m *Metrics) recordTurn(t *Turn) {
 	}
 	trace := TraceID(t.SessionID, t.Number)
 	agent := kv{"gen_ai.agent.name", m.capped("agent", t.Agent)}
-	m.add(MetricTurns, 1, attrs(kv{"dsh.turn.end_reason", reason}, agent, kv{"error.type", errType}))
+	m.add(MetricTurns, 1, attrs(kv{"dsh.turn.end_reason", reason}, agent, kv{"error.type", errType}), now)
 	ex := exemplar{traceID: trace, spanID: TurnSpanID(t.SessionID, t.Number), at: msToNanos(t.EndTime)}
 	byReason := attrs(kv{"dsh.turn.end_reason", reason})
-	m.observe(MetricTurnDuration, seconds(t.EndTime-t.StartTime), ex, byReason)
-	m.observe(MetricTurnSteps, float64(t.NumSteps()), ex, byReason)
+	m.observe(MetricTurnDuration, seconds(t.EndTime-t.StartTime), ex, byReason, now)
+	m.observe(MetricTurnSteps, float64(t.NumSteps()), ex, byReason, now)
 	agentErr := ""
 	if turnFailed(reason) {
 		agentErr = errType
@@ -278,21 +309,21 @@ func (m *Metrics) recordTurn(t *Turn) {
 		}
 	}
 	op := kv{"gen_ai.operation.name", "invoke_agent"}
-	m.observe(MetricAgentDuration, seconds(t.EndTime-t.StartTime), ex, attrs(op, agent, kv{"error.type", agentErr}))
+	m.observe(MetricAgentDuration, seconds(t.EndTime-t.StartTime), ex, attrs(op, agent, kv{"error.type", agentErr}), now)
 	// The steps emitted live were counted when they went out.
 	inferences, tools := t.liveInferences, t.liveTools
 	for _, st := range t.Steps {
 		inferences += len(st.Attempts)
 		tools += len(st.Tools)
 		for _, a := range st.Attempts {
-			m.recordAttempt(t, st, a, trace)
+			m.recordAttempt(t, st, a, trace, now)
 		}
 		for _, tc := range st.Tools {
-			m.recordTool(t, st, tc, trace)
+			m.recordTool(t, st, tc, trace, now)
 		}
 	}
-	m.observe(MetricAgentInferences, float64(inferences), ex, attrs(op, agent))
-	m.observe(MetricAgentToolCalls, float64(tools), ex, attrs(op, agent))
+	m.observe(MetricAgentInferences, float64(inferences), ex, attrs(op, agent), now)
+	m.observe(MetricAgentToolCalls, float64(tools), ex, attrs(op, agent), now)
 }
 
 // turnFailed reports whether a turn's end reason is a failure: its span's
@@ -351,7 +382,7 @@ func finishReason(a *Attempt) string {
 	return a.FinishKind
 }
 
-func (m *Metrics) recordAttempt(t *Turn, st *Step, a *Attempt, trace pcommon.TraceID) {
+func (m *Metrics) recordAttempt(t *Turn, st *Step, a *Attempt, trace pcommon.TraceID, now time.Time) {
 	provider := kv{"gen_ai.provider.name", m.capped("provider", a.Provider)}
 	model := kv{"gen_ai.request.model", m.capped("model", a.Model)}
 	op := kv{"gen_ai.operation.name", "chat"}
@@ -364,9 +395,9 @@ func (m *Metrics) recordAttempt(t *Turn, st *Step, a *Attempt, trace pcommon.Tra
 		}
 	}
 	m.observe(MetricInferenceDuration, seconds(a.EndTime-a.StartTime), ex,
-		attrs(op, provider, model, kv{"error.type", errType}))
+		attrs(op, provider, model, kv{"error.type", errType}), now)
 	if a.HasFirstChunk {
-		m.observe(MetricInferenceTTFC, seconds(a.FirstChunkTime-a.StartTime), ex, attrs(op, provider, model))
+		m.observe(MetricInferenceTTFC, seconds(a.FirstChunkTime-a.StartTime), ex, attrs(op, provider, model), now)
 	}
 	if u := a.Usage; u != nil {
 		for _, tt := range [...]struct {
@@ -377,21 +408,21 @@ func (m *Metrics) recordAttempt(t *Turn, st *Step, a *Attempt, trace pcommon.Tra
 			{TokenCacheWrite, u.CacheWriteTokens, a.Cost.CacheWrite}, {TokenOutput, u.OutputTokens, a.Cost.Output}} {
 			if tt.n > 0 {
 				typ := kv{"gen_ai.token.type", tt.typ}
-				m.add(MetricUsageTokens, tt.n, attrs(typ, provider, model))
+				m.add(MetricUsageTokens, tt.n, attrs(typ, provider, model), now)
 				if a.Priced {
-					m.point(MetricUsageCost, attrs(typ, provider, model)).fvalue += tt.cost
+					m.point(MetricUsageCost, attrs(typ, provider, model), now).fvalue += tt.cost
 				}
 			}
 		}
 		if u.ReasoningTokens > 0 {
-			m.add(MetricReasoningTokens, u.ReasoningTokens, attrs(provider, model))
+			m.add(MetricReasoningTokens, u.ReasoningTokens, attrs(provider, model), now)
 		}
 	}
 }
 
-func (m *Metrics) recordTool(t *Turn, st *Step, tc *ToolCall, trace pcommon.TraceID) {
+func (m *Metrics) recordTool(t *Turn, st *Step, tc *ToolCall, trace pcommon.TraceID, now time.Time) {
 	name := kv{"gen_ai.tool.name", m.capped("tool", tc.Name)}
-	m.add(MetricToolCalls, 1, attrs(name, kv{"dsh.tool.outcome", tc.Outcome}))
+	m.add(MetricToolCalls, 1, attrs(name, kv{"dsh.tool.outcome", tc.Outcome}), now)
 	if tc.Outcome != "unknown" {
 		errType := ""
 		if tc.Outcome == "error" {
@@ -399,7 +430,7 @@ func (m *Metrics) recordTool(t *Turn, st *Step, tc *ToolCall, trace pcommon.Trac
 		}
 		ex := exemplar{traceID: trace, spanID: ToolSpanID(t.SessionID, t.Number, st.Number, tc.CallID, ""), at: msToNanos(tc.EndTime)}
 		m.observe(MetricToolDuration, seconds(tc.EndTime-tc.StartTime), ex,
-			attrs(kv{"gen_ai.operation.name", "execute_tool"}, name, kv{"gen_ai.tool.type", "function"}, kv{"error.type", errType}))
+			attrs(kv{"gen_ai.operation.name", "execute_tool"}, name, kv{"gen_ai.tool.type", "function"}, kv{"error.type", errType}), now)
 	}
 }
 

@@ -48,6 +48,11 @@ type Turn struct {
 	// steps, those emitted before included.
 	Fragment  bool
 	StepCount int
+	// Of is a fragment's turn (still open); Replayed marks a fragment
+	// rebuilt after a restart, whose spans went out before it: it counts
+	// in its turn's totals only.
+	Of       *Turn
+	Replayed bool
 	// liveInferences and liveTools count the model and tool calls of the
 	// steps emitted live (their Cost is in Cost already).
 	liveInferences, liveTools int

@@ -105,7 +105,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 	restoring := s.restored && ev.Seq <= s.restoredTo
 	if !restoring {
 		e.stats.Events++
-		e.metrics.recordEvent(ev.Type)
+		e.obs.Event(ev.Type, now)
 	}
 	if !s.gappy {
 		// A gappy feed (dsh's v0 OTLP export) has neither dense seqs nor
@@ -115,7 +115,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 				continue
 			}
 			e.stats.Violations++
-			e.metrics.RecordViolation(v.Code)
+			e.obs.Violation(v.Code, now)
 		}
 	}
 	if ev.Type == "turn/start" {
@@ -144,7 +144,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		}
 		return
 	case turnmodel.Orphan:
-		if !s.orphanEnd(ev) {
+		if !s.orphanEnd(ev, now) {
 			e.stats.Orphans++
 		}
 		return
@@ -162,16 +162,16 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 	case "turn/start":
 		if ot != nil {
 			e.stats.Dangling[CauseSuperseded]++
-			s.closeTurn(sessionlog.Reason{Kind: "dangling"}, CauseSuperseded, ot.lastTime, -1)
+			s.closeTurn(sessionlog.Reason{Kind: "dangling"}, CauseSuperseded, ot.lastTime, -1, now)
 			s.rememberDangling(ot.t, now)
 		}
 		s.turnStart(ev, now)
 	case "turn/end":
-		s.closeTurn(ev.Reason, "", ev.Time, ev.Seq)
+		s.closeTurn(ev.Reason, "", ev.Time, ev.Seq, now)
 	case "step/start":
 		if ot.step != nil {
 			ot.closeStep(ev.Time, true)
-			s.finishStep(restoring)
+			s.finishStep(restoring, now)
 		}
 		ot.step = &Step{Number: ev.Step, StartTime: ev.Time, StartSeq: ev.Seq}
 		ot.t.Steps = append(ot.t.Steps, ot.step)
@@ -179,7 +179,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 	case "step/end":
 		if ot.step != nil {
 			ot.closeStep(ev.Time, false)
-			s.finishStep(restoring)
+			s.finishStep(restoring, now)
 		}
 	case "request/header", "request/context":
 		if ev.Provider != "" {
@@ -283,7 +283,7 @@ func (s *session) attemptAt(st *Step, ev *sessionlog.Event, pl turnmodel.Place) 
 
 // closeTurn finishes the open turn: it closes what is still open, clamps
 // times into their parents and hands the turn to the engine.
-func (s *session) closeTurn(reason sessionlog.Reason, cause string, end, endSeq int64) {
+func (s *session) closeTurn(reason sessionlog.Reason, cause string, end, endSeq int64, now time.Time) {
 	ot := s.turn
 	t := ot.t
 	if ot.step != nil {
@@ -301,7 +301,7 @@ func (s *session) closeTurn(reason sessionlog.Reason, cause string, end, endSeq 
 	}
 	t.StepCount = ot.stepsEmitted + len(t.Steps)
 	s.turn = nil
-	s.e.turnClosed(s, t)
+	s.e.turnClosed(s, t, now)
 }
 
 // clampStep keeps a step inside [ps, pe], its attempts and tool calls
