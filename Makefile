@@ -1,47 +1,81 @@
 # dshtrace — the two commands a new user needs are `make run` and `make test`.
 GO       ?= go
-SHARED   ?= ../shared
 BIN      := bin
 FUZZTIME ?= 5s
 
-.PHONY: all build run test vet fmt-check unit race fuzz bench clean \
-	tools generate check-generated otelcol-dsh demo e2e soak deploy-test
+.PHONY: all build run test test-full vet fmt-check unit race fuzz bench clean \
+	tools generate check-generated otelcol-dsh demo e2e soak deploy-test corpus
 
 all: build
 
 build:
 	$(GO) build -o $(BIN)/dshtrace ./cmd/dshtrace
 
-# Build the collector distribution and run it on its built-in configuration:
-# HTTP ingest on localhost:4320, tails $DSH_HOME/sessions (~/.dsh/sessions),
-# prints the finished turns, Prometheus metrics on localhost:8889.
+# Build the collector distribution and run it on its built-in configuration.
+# It listens on three addresses, each moved by a variable (README, "Ports"):
+#   localhost:4320 HTTP ingest          OTELCOL_DSH_HTTP_ENDPOINT
+#   localhost:8889 turn metrics         OTELCOL_DSH_METRICS_ENDPOINT
+#   localhost:8888 the collector's own  OTELCOL_DSH_TELEMETRY_ENDPOINT
+# and tails $DSH_HOME/sessions (~/.dsh/sessions), printing the finished turns.
+# A taken address is one line before anything starts.
 run: otelcol-dsh
 	$(OTELCOL)
 
-# The full suite: vet and formatting, unit and corpus conformance tests,
-# then a brief pass of every fuzz target.
-test: fmt-check vet unit race fuzz
+# The real dsh session logs the conformance tests read, looked for like
+# internal/testcorpus does: $DSH_CORPUS (taken as it is: the environment is
+# passed through, never overridden), else ../shared/dsh-corpus beside the
+# repository, else .corpus/dsh-corpus (what `make corpus` fetches). Without
+# one those tests skip; with CI=true they fail.
+CORPUS_FOUND := $(or $(DSH_CORPUS),$(wildcard $(abspath $(CURDIR)/..)/shared/dsh-corpus),$(wildcard $(CURDIR)/.corpus/dsh-corpus))
+CORPUS_LINE  := $(if $(CORPUS_FOUND),corpus: $(CORPUS_FOUND),no dsh corpus - conformance tests skipped; to run them set DSH_CORPUS, put one at ../shared/dsh-corpus, or run make corpus)
+
+# The quick suite (a few minutes): formatting, vet, and every package's
+# tests — unit, the repository's own testdata logs, and the corpus
+# conformance tests when a corpus is found. One line per stage.
+test: fmt-check vet citations unit
+
+# Everything: the quick suite, then the collector components under the race
+# detector and a brief pass of every fuzz target. CI runs this (.ci/run).
+test-full: test race fuzz
 
 fmt-check:
+	@echo "== gofmt"
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 vet:
-	$(GO) vet ./...
+	@echo "== vet"
+	@$(GO) vet ./...
+
+# Code and READMEs cite only the repository's own docs/ (existing sections).
+.PHONY: check-citations citations
+check-citations citations:
+	@echo "== citations"
+	@tools/check-citations.sh --self-test
+	@tools/check-citations.sh
 
 unit:
-	DSH_CORPUS=$(abspath $(SHARED))/dsh-corpus $(GO) test -count=1 ./...
+	@echo "== unit ($(CORPUS_LINE))"
+	@$(GO) test -count=1 ./...
 
 # The collector components again under the race detector.
 race:
-	DSH_CORPUS=$(abspath $(SHARED))/dsh-corpus $(GO) test -race -count=1 ./connector/... ./receiver/... ./exporter/... ./internal/logrecord/...
+	@echo "== race ($(CORPUS_LINE))"
+	@$(GO) test -race -count=1 ./connector/... ./processor/... ./receiver/... ./exporter/... ./internal/logrecord/... ./internal/turnmodel/...
+
+# Fetch the corpus's public fixtures at their pinned commits into
+# .corpus/dsh-corpus (git-ignored); needs git and the network
+# (tools/corpus.sh says what it can and cannot reproduce).
+corpus:
+	tools/corpus.sh .corpus/dsh-corpus
 
 # Every fuzz target of the module, each for FUZZTIME.
 FUZZ_PKGS ?= ./sessionlog ./receiver/sessionevent \
 	./exporter/sessionarchive/internal/archive ./exporter/sessionarchive/internal/layout
 
 fuzz:
-	GO=$(GO) FUZZTIME=$(FUZZTIME) tools/fuzz.sh $(FUZZ_PKGS)
+	@echo "== fuzz ($(FUZZTIME) per target)"
+	@GO=$(GO) FUZZTIME=$(FUZZTIME) tools/fuzz.sh $(FUZZ_PKGS)
 
 # Benchmarks (BENCHMARKS.md). bench: the codec, dshtrace against a filelog
 # pipeline on the same files (full size) and the collector's memory as
@@ -101,16 +135,18 @@ check-generated: generate
 otelcol-dsh:
 	cd cmd/otelcol-dsh && $(GOBUILD_ENV) $(GO) build -trimpath -ldflags="-s -w" -o $(abspath $(OTELCOL)) .
 
-# Real Jaeger and Prometheus on loopback with the collector, testdata sessions
-# replayed; prints where to look and runs until interrupted.
+# Real Jaeger (with its web UI: $$JAEGER_UI_ASSETS or ../shared/jaeger-ui) and
+# Prometheus on loopback with the collector, testdata sessions replayed;
+# prints links to the turns and runs until interrupted. exec: a kill of make
+# reaches the script, which stops everything it started.
 demo: otelcol-dsh
-	OTELCOL_DSH=$(abspath $(OTELCOL)) e2e/demo.sh
+	OTELCOL_DSH=$(abspath $(OTELCOL)) exec e2e/demo.sh
 
 # The end-to-end suite on real Jaeger v2 and Prometheus 3 (e2e/).
 e2e: otelcol-dsh
 	eval "$$($(TOOLS))" && export JAEGER PROMETHEUS PROMTOOL KFAKE && \
-	OTELCOL_DSH=$(abspath $(OTELCOL)) DSH_CORPUS=$(abspath $(SHARED))/dsh-corpus \
-		$(GO) test -tags e2e -count=1 -timeout 15m -v ./e2e/
+	echo "== e2e ($(CORPUS_LINE))" && \
+	OTELCOL_DSH=$(abspath $(OTELCOL)) $(GO) test -tags e2e -count=1 -timeout 15m -v ./e2e/
 
 # The random-kill soak (e2e TestRandomKill, which `make e2e` runs with 20
 # kills): 30 tailed and 10 HTTP live sessions, otelcol-dsh killed at 200 random

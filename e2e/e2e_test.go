@@ -34,7 +34,7 @@ import (
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 )
 
-// Loopback addresses (real-backends.md §1; nothing uses a default port).
+// Loopback addresses (docs/design.md §10.2; nothing uses a default port).
 const (
 	jaegerQuery   = "http://127.0.0.1:26686"
 	jaegerHealth  = "http://127.0.0.1:23133/status"
@@ -249,7 +249,7 @@ func TestEndToEnd(t *testing.T) {
 			_, err := jaegerTrace(ctx, jaegerQuery, trace)
 			return err
 		}, procs...)
-		for _, m := range []string{"dsh_turn_duration_seconds_bucket", "gen_ai_client_operation_duration_seconds_bucket", "dsh_tool_duration_seconds_bucket"} {
+		for _, m := range []string{"dsh_turn_duration_seconds_bucket", "gen_ai_client_inference_duration_seconds_bucket", "gen_ai_execute_tool_duration_seconds_bucket", "gen_ai_invoke_agent_duration_seconds_bucket"} {
 			poll(t, m+" exemplar of the probe turn", 30*time.Second, func() error {
 				return exemplarLinksTo(ctx, m, trace.String())
 			}, procs...)
@@ -257,6 +257,10 @@ func TestEndToEnd(t *testing.T) {
 	})
 
 	t.Run("dashboard queries", func(t *testing.T) {
+		// The late-closed panel needs a turn that dangled and was ended
+		// later: a crash-repaired session, cut mid-turn, left past the
+		// dangling timeout (3s), then given dsh's repair.
+		lateCloseAfterDangling(t, ctx, procs)
 		exprs, err := dashboardExprs(filepath.Join("..", "deploy", "grafana", "dshtrace-dashboard.json"))
 		if err != nil {
 			t.Fatal(err)

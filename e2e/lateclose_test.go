@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -165,4 +166,31 @@ func allSpans(td ptrace.Traces) []ptrace.Span {
 		}
 	}
 	return out
+}
+
+// lateCloseAfterDangling posts testdata's crash-repaired session as
+// "e2e-late-close" in two parts — up to the crash, and after
+// dangling_timeout the repair and the next turn — and waits until its
+// late close is counted.
+func lateCloseAfterDangling(t *testing.T, ctx context.Context, procs []*process) {
+	t.Helper()
+	log := shiftTimes(t, filepath.Join("..", "testdata", "dialects", "crash-repaired.jsonl"), time.Now().Add(-time.Minute))
+	lines := bytes.SplitAfter(log, []byte("\n"))
+	const cut = 14 // the header and seqs 0–12: up to tool/call call_w
+	url := collectorHTTP + "/v1/sessions/e2e-late-close/events"
+	if r := post(t, url, viaPost, bytes.Join(lines[:cut], nil)); r.code != http.StatusAccepted {
+		t.Fatalf("late-close session, before the crash: HTTP %d %s", r.code, r.raw)
+	}
+	trace := turnengine.TraceID("e2e-late-close", 1)
+	poll(t, "the cut turn dangling", 30*time.Second, func() error {
+		td, err := jaegerTrace(ctx, jaegerQuery, trace)
+		if err == nil && turnReason(td) != "dangling/timeout" {
+			err = fmt.Errorf("turn 1 root %q", turnReason(td))
+		}
+		return err
+	}, procs...)
+	if r := post(t, url, viaPost, bytes.Join(lines[cut:], nil)); r.code != http.StatusAccepted {
+		t.Fatalf("late-close session, the repair: HTTP %d %s", r.code, r.raw)
+	}
+	poll(t, "dsh_turns_closed_late_total", 30*time.Second, returnsSeries(ctx, `dsh_turns_closed_late_total{dsh_turn_end_reason="interrupted"} >= 1`), procs...)
 }

@@ -6,9 +6,9 @@ import (
 )
 
 // Violation codes. They are stable: tools, metrics (dsh.violation) and
-// tests key on them. Each names the rule of dsh-format.md it enforces.
+// tests key on them. Each names the rule of docs/format.md it enforces.
 const (
-	// Row decoding (§1.4, §3, §4).
+	// Row decoding (docs/format.md §2.4, §4, §5).
 	CodeRowTooLong        = "ROW_TOO_LONG"        // a row longer than the configured limit
 	CodeUTF8Invalid       = "UTF8_INVALID"        // a row that is not valid UTF-8
 	CodeJSONInvalid       = "JSON_INVALID"        // a row that is not one JSON value
@@ -26,13 +26,13 @@ const (
 	CodeSurfaceOpMissing  = "SURFACE_OP_MISSING"  // a surface event without surfaceOp
 	CodeSurfaceKeysLogged = "SURFACE_KEYS_ON_LOG_ONLY"
 
-	// Sequence (§3, §10.2).
+	// Sequence (docs/format.md §4, §11.2).
 	CodeSeqGap        = "SEQ_GAP"
 	CodeSeqDuplicate  = "SEQ_DUPLICATE"
 	CodeSeqRegression = "SEQ_REGRESSION"
 	CodeSeqNotZero    = "SEQ_NOT_ZERO" // a file's first event not at seq 0
 
-	// Turn and step state machine (§10.2).
+	// Turn and step state machine (docs/format.md §11.2).
 	CodeTurnAlreadyOpen  = "TURN_ALREADY_OPEN"
 	CodeTurnNotNext      = "TURN_NOT_NEXT"
 	CodeTurnEndNotOpen   = "TURN_END_NOT_OPEN"
@@ -44,23 +44,23 @@ const (
 	CodeEventOutsideStep = "EVENT_OUTSIDE_STEP"
 	CodeEventOutsideTurn = "EVENT_OUTSIDE_TURN"
 
-	// Tool calls (§10.2, §10.3).
+	// Tool calls (docs/format.md §11.2, §11.3).
 	CodeToolCallNotAdvertised = "TOOL_CALL_NOT_ADVERTISED"
 	CodeToolCallDuplicate     = "TOOL_CALL_DUPLICATE"
 	CodeToolResultNoCall      = "TOOL_RESULT_NO_CALL"
 	CodeToolCallUnresolved    = "TOOL_CALL_UNRESOLVED"
 
-	// Surface (§7).
+	// Surface (docs/format.md §8).
 	CodeReplaceNotOnSurface = "REPLACE_NOT_ON_SURFACE"
 	CodeReplaceInverted     = "REPLACE_RANGE_INVERTED"
 	CodeReplaceNotCited     = "REPLACE_NOT_CITED"
 	CodeSourcesForbidden    = "SOURCES_FORBIDDEN" // v3+ assistant/message with sourceEventSeqs
 
-	// Version-specific payload rules (§10.1).
+	// Version-specific payload rules (docs/format.md §11.1).
 	CodeSystemForbidden     = "REQUEST_SYSTEM_FORBIDDEN"    // v3+: request/header carries header.system
 	CodeErrorWithoutIsError = "TOOL_ERROR_WITHOUT_IS_ERROR" // v4: tool/result.error without isError: true
 
-	// Header relations (§2, §10.3).
+	// Header relations (docs/format.md §3, §11.3).
 	CodeSeededMismatch = "SEEDED_MISMATCH" // v2+: isSeeded without a tagged end-seed or the reverse
 )
 

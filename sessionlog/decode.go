@@ -26,7 +26,7 @@ type Format struct {
 	Known bool
 	// FromHeader is true when Version came from the header line.
 	FromHeader bool
-	// Seed is true for the simplified seed dialect (§11): no header and
+	// Seed is true for the simplified seed dialect (docs/format.md §12): no header and
 	// seed-only shapes in the events.
 	Seed bool
 }
@@ -46,7 +46,7 @@ func (f Format) String() string {
 }
 
 // RulesVersion is the version whose rules apply: the known version, else 0
-// (§12.1: default to v0 rules; the seed dialect follows v0 rules too).
+// (docs/format.md §1.2: default to v0 rules; the seed dialect follows v0 rules too).
 func (f Format) RulesVersion() int {
 	if f.Known && !f.Seed {
 		return f.Version
@@ -78,6 +78,9 @@ type RowDecoder struct {
 	// tape, when set, parses every row (a Decoder lends its own);
 	// otherwise each Decode takes one from the pool.
 	tape *tape
+
+	// dts is decodePacked's scratch for a packed row's dt values.
+	dts []int64
 
 	// The detail and chunk of the event being decoded, allocated with its
 	// row (see newEventRow); nil when the row has none.
@@ -126,16 +129,21 @@ func (d *RowDecoder) newEventRow(typ string) *Row {
 	return r
 }
 
-// hasDetail reports whether events of type typ carry a Detail.
+// hasDetail reports whether events of type typ carry a Detail: exactly the
+// types whose fields decodeDetail reads (the others share noDetail, so a
+// row of theirs is allocated without one).
 func hasDetail(typ string) bool {
 	switch typ {
-	case "turn/start", "step/start", "step/end", "assistant/chunk", "assistant/attempt":
-		return false
+	case "turn/end", "tool/call", "tool/result", "user/message", "system/message",
+		"developer/message", "assistant/message", "request/header", "request/context",
+		"tool/ptc-dispatch-start", "tool/ptc-dispatch", "tool/code-dispatch-start", "tool/code-dispatch",
+		"llm/retry", "llm/retry-started", "session/end-seed", "approval/asked":
+		return true
 	}
-	return knownTypes[typ]
+	return false
 }
 
-// wrapping is what a row's line wrapper (§9) says, read before the record
+// wrapping is what a row's line wrapper (docs/format.md §10) says, read before the record
 // inside is decoded.
 type wrapping struct {
 	wrapper   Wrapper
@@ -212,7 +220,9 @@ func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 		return invalid(CodeRowNotObject, fmt.Sprintf("row is a JSON %s, not an object", v.Type()))
 	}
 	var w wrapping
-	env := unwrap(&w, v)
+	var m record
+	m.read(v)
+	env := unwrap(&w, v, &m)
 	if !env.ok() {
 		r := &Row{Kind: w.kind}
 		w.fill(r, line, b)
@@ -221,7 +231,11 @@ func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 		}
 		return r, nil
 	}
-	r, err := d.decodeRecord(&w, line, b, env)
+	if env.i != v.i { // a wrapped record: its own members
+		m = record{}
+		m.read(env)
+	}
+	r, err := d.decodeRecord(&w, line, b, env, &m)
 	if err != nil {
 		return r, err
 	}
@@ -253,24 +267,11 @@ func firstInvalidUTF8(b []byte) int {
 	return -1
 }
 
-// unwrap recognises the line wrappers of §9 and returns the record inside,
+// unwrap recognises the line wrappers of docs/format.md §10 and returns the record inside,
 // or nil when the row carries none (then r is complete).
-func unwrap(w *wrapping, v jv) jv {
-	// The first member of each name, found in one walk of the row.
-	var typ, method, id, event jv
-	v.GetObject().visitRaw(func(k uint32, val jv) {
-		t := v.t
-		switch {
-		case !typ.ok() && t.keyIs(k, "type"):
-			typ = val
-		case !method.ok() && t.keyIs(k, "method"):
-			method = val
-		case !id.ok() && t.keyIs(k, "id"):
-			id = val
-		case !event.ok() && t.keyIs(k, "event"):
-			event = val
-		}
-	})
+func unwrap(w *wrapping, v jv, m *record) jv {
+	// The first member of each name, from the walk of the row m is.
+	typ, method, id, event := m.typ, m.method, m.id, m.event
 	if method.ok() && !typ.ok() {
 		w.wrapper = WrapJSONRPC
 		w.method = method.String()
@@ -329,9 +330,7 @@ func unwrap(w *wrapping, v jv) jv {
 
 // decodeRecord decodes a header, packed row or event record into a new
 // row (line, b and w's fields filled in).
-func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jv) (*Row, error) {
-	var m record
-	m.read(v)
+func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jv, m *record) (*Row, error) {
 	tv := m.typ
 	if !tv.ok() || tv.Type() != tString {
 		r := new(Row)
@@ -362,7 +361,7 @@ func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jv) (*Row, 
 	e.Row = r
 	e.Type = typ
 	e.Detail = noDetail
-	d.decodeEnvelope(r, e, v, &m)
+	d.decodeEnvelope(r, e, v, m)
 	d.det, d.chunk = nil, nil
 	return r, nil
 }
@@ -371,6 +370,9 @@ func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jv) (*Row, 
 // first of each name), found in one walk over the record.
 type record struct {
 	typ, seq, seq0, time, data, ignorable, surfaceOp, sources jv
+	// method, id and event are the line wrappers' keys (unwrap); in a
+	// record they are extra.
+	method, id, event jv
 	// extra: the record has a key a v2+ envelope may not carry.
 	extra bool
 }
@@ -404,6 +406,15 @@ func (m *record) read(v jv) {
 		case "seq0":
 			slot = &m.seq0
 			m.extra = true
+		case "method":
+			slot = &m.method
+			m.extra = true
+		case "id":
+			slot = &m.id
+			m.extra = true
+		case "event":
+			slot = &m.event
+			m.extra = true
 		default:
 			m.extra = true
 			continue
@@ -435,7 +446,7 @@ func seqOf(v jv) int64 {
 	return -1
 }
 
-// evidence upgrades the inferred version (§12.1) unless a header fixed it.
+// evidence upgrades the inferred version (docs/format.md §1.2) unless a header fixed it.
 func (d *RowDecoder) evidence(version int, seed bool) {
 	if d.format.FromHeader {
 		return
@@ -532,7 +543,7 @@ func envelopeKeyV2(key string) bool {
 	return false
 }
 
-// decodeEnvelope fills e from an event record (§3) and its typed payload.
+// decodeEnvelope fills e from an event record (docs/format.md §4) and its typed payload.
 func (d *RowDecoder) decodeEnvelope(r *Row, e *Event, v jv, m *record) {
 	e.Seq = -1
 	if n, ok := intValue(m.seq); ok && n >= 0 {
@@ -611,7 +622,33 @@ func (d *RowDecoder) decodeSurfaceOp(r *Row, e *Event, op jv) {
 // compaction's shadowed nodes, an attempt's chunks) stay far below it.
 const maxSourceSeqs = 1 << 20
 
-// decodeSources expands sourceEventSeqs (§4.2) and checks the rules that
+// sourcesLen is how many seqs sourceEventSeqs (an array) expands to when
+// it is well formed, at most maxSourceSeqs: the capacity to expand it into
+// with one allocation. Malformed entries count as one, and so do ranges
+// that reach seq (the event's own, when not negative), which
+// decodeSources rejects before expanding them.
+func sourcesLen(src jv, seq int64) int {
+	n := 0
+	for el, end := src.elems(); el.i < end && n < maxSourceSeqs; el = el.after() {
+		if el.Type() == tArray {
+			if a := el.first(); a.ok() {
+				if b := a.after(); b.i < el.t.nodes[el.i].next && b.after().i == el.t.nodes[el.i].next {
+					first, err1 := a.Int64()
+					last, err2 := b.Int64()
+					if err1 == nil && err2 == nil && first >= 0 && first <= last && last-first < maxSourceSeqs &&
+						(seq < 0 || last < seq) {
+						n += int(last - first + 1)
+						continue
+					}
+				}
+			}
+		}
+		n++
+	}
+	return min(n, maxSourceSeqs)
+}
+
+// decodeSources expands sourceEventSeqs (docs/format.md §5.2) and checks the rules that
 // need nothing but the event itself.
 func decodeSources(r *Row, e *Event, src jv) {
 	e.HasSources = true
@@ -624,7 +661,7 @@ func decodeSources(r *Row, e *Event, src jv) {
 		problem = fmt.Sprintf(format, args...)
 		return false
 	}
-	out := make([]int64, 0, 8)
+	out := make([]int64, 0, sourcesLen(src, e.Seq))
 	src.each(func(el jv) bool {
 		switch el.Type() {
 		case tNumber:
@@ -704,15 +741,31 @@ func decodeSources(r *Row, e *Event, src jv) {
 
 // decodeData reads the typed payload fields the validator and engine need.
 func (d *RowDecoder) decodeData(r *Row, e *Event, data jv) {
-	if d.det != nil { // the type has details (hasDetail)
-		e.Detail = d.det
-	}
-	if n, ok := intField(data, "turn"); ok {
+	turn, step := data.get2("turn", "step")
+	if n, ok := intValue(turn); ok {
 		e.Turn, e.HasTurn = n, true
 	}
-	if n, ok := intField(data, "step"); ok {
+	if n, ok := intValue(step); ok {
 		e.Step, e.HasStep = n, true
 	}
+	switch e.Type {
+	case "assistant/attempt":
+		d.evidence(2, false)
+		e.Stream = decodeStream(data.Get("stream"))
+	case "assistant/chunk":
+		d.evidence(0, false)
+		e.Chunk = d.chunk
+		decodeChunk(e.Chunk, data.Get("chunk"))
+	}
+	if d.det != nil { // the type has details (hasDetail)
+		e.Detail = d.det
+		d.decodeDetail(e, data)
+	}
+}
+
+// decodeDetail reads the fields of e.Detail, which is the event's own
+// (hasDetail(e.Type)).
+func (d *RowDecoder) decodeDetail(e *Event, data jv) {
 	switch e.Type {
 	case "turn/end":
 		e.Reason = decodeReason(data.Get("reason"))
@@ -746,13 +799,6 @@ func (d *RowDecoder) decodeData(r *Row, e *Event, data jv) {
 		}
 	case "assistant/message":
 		d.decodeAssistantMessage(e, data)
-	case "assistant/attempt":
-		d.evidence(2, false)
-		e.Stream = decodeStream(data.Get("stream"))
-	case "assistant/chunk":
-		d.evidence(0, false)
-		e.Chunk = d.chunk
-		decodeChunk(e.Chunk, data.Get("chunk"))
 	case "request/header":
 		e.HasSystem = data.Get("header", "system").ok()
 		e.Provider = string(data.GetStringBytes("header", "config", "provider"))
@@ -800,7 +846,7 @@ func (d *RowDecoder) decodeToolResult(e *Event, data jv) {
 	e.MessageID = string(msg.GetStringBytes("id"))
 	e.SourceKind = string(msg.GetStringBytes("source", "kind"))
 	e.SyntheticResult = strings.HasPrefix(e.MessageID, "interrupted-tool-result-")
-	// Call id, first of: toolCallId, source.callId, the tool-result block (§12.2 #6).
+	// Call id, first of: toolCallId, source.callId, the tool-result block (docs/format.md §13.3).
 	block := msg.Get("content", "0")
 	switch {
 	case msg.Get("toolCallId").ok():
@@ -815,7 +861,7 @@ func (d *RowDecoder) decodeToolResult(e *Event, data jv) {
 	case block.ok() && string(block.GetStringBytes("type")) == "tool-result":
 		e.CallID = string(block.GetStringBytes("toolCallId"))
 	}
-	// Error flag (§12.2 #7).
+	// Error flag (docs/format.md §13.4).
 	switch {
 	case msg.Get("isError").ok():
 		e.IsError = msg.GetBool("isError")
@@ -926,7 +972,7 @@ func decodeFinish(c jv) *Finish {
 	return f
 }
 
-// decodeChunk reads a StreamChunk (§8.3) into ch, which must be zero.
+// decodeChunk reads a StreamChunk (docs/format.md §9.3) into ch, which must be zero.
 func decodeChunk(ch *Chunk, c jv) {
 	if !c.ok() || c.Type() != tObject {
 		return
@@ -953,7 +999,7 @@ func decodeChunk(ch *Chunk, c jv) {
 	}
 }
 
-// decodeStream summarizes an embedded stream (§4.3).
+// decodeStream summarizes an embedded stream (docs/format.md §5.3).
 func decodeStream(s jv) *Stream {
 	st := &Stream{}
 	at := func(t int64) {
@@ -1010,7 +1056,7 @@ func decodeStream(s jv) *Stream {
 					st.FirstDeltaTime, st.HasDelta = t, true
 				}
 			}
-		default: // unknown record: keep its time for timing (§12.3)
+		default: // unknown record: keep its time for timing (docs/format.md §13.5)
 			if t, ok := intField(rec, "time"); ok {
 				at(t)
 			} else if t, ok := intField(rec, "time0"); ok {
@@ -1037,7 +1083,7 @@ func packedKey(key string, tool bool) bool {
 }
 
 // decodePacked validates a v0/v1 packed chunk row against its exact schema
-// and expands it into its assistant/chunk events (§4.1).
+// and expands it into its assistant/chunk events (docs/format.md §5.1).
 func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	r.Kind = RowPacked
 	fail := func(seq int64, msg string) {
@@ -1079,20 +1125,24 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 		fail(seq0, fmt.Sprintf("%s row data may not carry %q", typ, extra))
 		return
 	}
-	turn, okT := intField(data, "turn")
-	step, okS := intField(data, "step")
+	turnV, stepV := data.get2("turn", "step")
+	turn, okT := intValue(turnV)
+	step, okS := intValue(stepV)
 	index, okI := intField(data, "index")
 	if !okT || !okS || !okI {
 		fail(seq0, typ+" row data needs integer turn, step and index")
 		return
 	}
-	// The members and dt are checked in place, then expanded in one walk
-	// over both: no slices of values.
+	// The members and dt are checked in place; dt's values are read once
+	// into the decoder's scratch. Members and dt entries that pass are
+	// leaves (strings, numbers), so their nodes are consecutive: member k
+	// is node m0+k.
 	members := data.Get(membersKey)
 	nMembers := 0
 	membersOK := true // every member a string
-	for m, end := members.elems(); m.i < end; m = m.after() {
-		if m.Type() != tString {
+	m0, mEnd := members.elems()
+	for k := m0.i; k < mEnd; k++ {
+		if members.t.nodes[k].typ != tString {
 			membersOK = false
 			break
 		}
@@ -1101,18 +1151,18 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	dt := data.Get("dt")
 	nDt := 0
 	dtOK := true // every entry a safe integer
-	var dtBuf [64]int64
-	dts := dtBuf[:0] // the first entries, read once (the rest are read again below)
-	for x, end := dt.elems(); x.i < end; x = x.after() {
+	dts := d.dts[:0]
+	for x, end := dt.elems(); x.i < end; x.i++ {
 		n, ok := safeInt(x)
 		if !ok {
 			dtOK = false
 			break
 		}
-		if len(dts) < cap(dts) {
-			dts = append(dts, n)
-		}
+		dts = append(dts, n)
 		nDt++
+	}
+	if cap(dts) <= maxPooledNodes {
+		d.dts = dts[:0]
 	}
 	switch {
 	case !membersOK:
@@ -1121,7 +1171,7 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	case nMembers == 0:
 		fail(seq0, fmt.Sprintf("%s row needs a non-empty %q array", typ, membersKey))
 		return
-	case dt.Type() != tArray || dt.arrayLen() != nMembers-1:
+	case dt.Type() != tArray || (dtOK && nDt != nMembers-1) || (!dtOK && dt.arrayLen() != nMembers-1):
 		fail(seq0, fmt.Sprintf("%s row needs \"dt\" with %d entries (members − 1)", typ, nMembers-1))
 		return
 	case !dtOK:
@@ -1155,18 +1205,11 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	}
 	events := make([]Event, nMembers)
 	chunks := make([]Chunk, nMembers)
+	mnodes := members.t.nodes[m0.i : m0.i+uint32(nMembers)]
 	t := time0
-	m, x := members.first(), dt.first()
 	for k := range events {
 		if k > 0 {
-			var n int64
-			if k-1 < len(dts) {
-				n = dts[k-1]
-			} else {
-				n, _ = safeInt(x)
-			}
-			x = x.after()
-			t += n
+			t += dts[k-1]
 			if t > maxSafeInteger || t < -maxSafeInteger {
 				fail(seq0+int64(k), "reconstructed time is not a safe integer")
 				return
@@ -1175,11 +1218,10 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 		// Field by field: the rest is zero already.
 		c := &chunks[k]
 		c.Type, c.Index, c.HasIndex = chunkType, index, true
-		c.DeltaBytes = m.strLen() // the encoded length: zero only for ""
+		c.DeltaBytes = int(mnodes[k].end - mnodes[k].start) // the encoded length: zero only for ""
 		if tool {
 			c.ID, c.Name = id, name
 		}
-		m = m.after()
 		e := &events[k]
 		e.Row, e.Member, e.Type = r, k, "assistant/chunk"
 		e.Seq, e.Time = seq0+int64(k), t
@@ -1200,7 +1242,7 @@ func safeInt(v jv) (int64, bool) {
 }
 
 // IsSurfaceType reports whether events of type typ are surface events in
-// format version v (§5.1).
+// format version v (docs/format.md §6.1).
 func IsSurfaceType(typ string, v int) bool {
 	switch typ {
 	case "user/message", "assistant/message", "tool/result":

@@ -9,7 +9,7 @@ import (
 	"slices"
 )
 
-// Message is one message of the model-visible history (§7.4). It is a value
+// Message is one message of the model-visible history (docs/format.md §8.4). It is a value
 // with unexported fields: what Derive returns cannot be changed by callers.
 type Message struct {
 	seq        int64
@@ -101,7 +101,7 @@ type node struct {
 }
 
 // Deriver folds one session's events into its surface and projects the
-// model-visible history, as dsh's deriveMessages does (§7). It keeps the
+// model-visible history, as dsh's deriveMessages does (docs/format.md §8). It keeps the
 // projected messages of the current surface, nothing else of the log.
 type Deriver struct {
 	surface []node
@@ -176,7 +176,7 @@ func envelope(t *tape, r *Row) jv {
 	return v
 }
 
-// project computes what a surface event shows the model (§7.4).
+// project computes what a surface event shows the model (docs/format.md §8.4).
 func (d *Deriver) project(e *Event, f Format) node {
 	n := node{seq: e.Seq}
 	t := getTape()

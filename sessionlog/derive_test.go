@@ -34,7 +34,7 @@ func historyJSON(t *testing.T, h History) string {
 	return string(b)
 }
 
-// The seed sample derives as dsh-format.md §11 describes: the prompt, the
+// The seed sample derives as docs/format.md §12 describes: the prompt, the
 // assistant message, and the tool result as a user-role tool-result block
 // naming call_1, which the result itself never names.
 func TestDeriveSeedSample(t *testing.T) {
@@ -98,12 +98,12 @@ func TestDeriveCorpus(t *testing.T) {
 
 func itoa(n int64) string { b, _ := json.Marshal(n); return string(b) }
 
-// Every corpus file derives, at the end and before each of its steps, and
-// what comes out is valid JSON content.
+// Every log (ours and the corpus's) derives, at the end and before each of
+// its steps, and what comes out is valid JSON content.
 func TestDeriveWholeCorpus(t *testing.T) {
-	dir := testcorpus.Dir(t)
-	for _, rel := range testcorpus.Files(t) {
-		h := deriveFile(t, filepath.Join(dir, rel), nil)
+	for _, l := range testcorpus.Logs(t) {
+		rel := l.Name
+		h := deriveFile(t, l.Path, nil)
 		for _, m := range h.All() {
 			if !json.Valid([]byte(m.Content())) || !strings.HasPrefix(m.Content(), "[") {
 				t.Errorf("%s seq %d: content is not a JSON array: %.80s", rel, m.Seq(), m.Content())
@@ -153,7 +153,7 @@ func TestDeriveHistoryIsImmutable(t *testing.T) {
 }
 
 // An empty assistant message (a max-tokens stop) keeps its usage in the log
-// but shows the model nothing (§7.4).
+// but shows the model nothing (docs/format.md §8.4).
 func TestDeriveSkipsEmptyAssistant(t *testing.T) {
 	log := `{"type":"session","version":4,"id":"s-empty","createdAt":1,"isSeeded":false,"delegationDepth":0}
 {"type":"turn/start","seq":0,"time":2,"data":{"turn":1}}

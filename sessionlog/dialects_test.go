@@ -310,7 +310,7 @@ func TestDialects(t *testing.T) {
 	}
 }
 
-// assertPacked checks a packed row's expansion (§4.1): its members' seqs,
+// assertPacked checks a packed row's expansion (docs/format.md §5.1): its members' seqs,
 // times and chunk type, all sharing the row.
 func assertPacked(t *testing.T, row *Row, chunkType string, seqs, times []int64) {
 	t.Helper()
@@ -340,7 +340,7 @@ func spotV0Packed(t *testing.T, rows []*Row, dec *Decoder) {
 		t.Errorf("header = %+v", h)
 	}
 
-	// The §4.1 example row: seq0 10, time0 …618, dt [0,26,-3].
+	// The docs/format.md §5.1 example row: seq0 10, time0 …618, dt [0,26,-3].
 	row := eventAt(t, rows, "", 10).Row
 	if row.Line != 12 {
 		t.Errorf("reasoning-chunks row on line %d, want 12", row.Line)

@@ -17,5 +17,5 @@
 //		for i := range row.Events { e := &row.Events[i]; … }
 //	}
 //
-// References to §N are to the project's format reference (dsh-format.md).
+// Comments cite sections of docs/format.md, the repository's format reference.
 package sessionlog

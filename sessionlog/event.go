@@ -7,9 +7,9 @@ const (
 	// RowEvent holds exactly one event, plain or inside a line wrapper.
 	RowEvent RowKind = iota
 	// RowPacked is a v0/v1 packed chunk row standing for several
-	// assistant/chunk events (§4.1).
+	// assistant/chunk events (docs/format.md §5.1).
 	RowPacked
-	// RowHeader is the session header line (§2).
+	// RowHeader is the session header line (docs/format.md §3).
 	RowHeader
 	// RowOther is a well-formed line that carries no session event: a
 	// session.status notification, a stream-json result line, another
@@ -71,7 +71,7 @@ type Row struct {
 	Problems []Violation
 }
 
-// Header is the session header line (§2).
+// Header is the session header line (docs/format.md §3).
 type Header struct {
 	Version         int
 	HasVersion      bool
@@ -103,17 +103,17 @@ const (
 	SurfaceInvalid
 )
 
-// SurfaceOp is an event's surface operation (§7.1).
+// SurfaceOp is an event's surface operation (docs/format.md §8.1).
 type SurfaceOp struct {
-	Kind SurfaceKind
 	// Start and End are the first and last replaced surface seqs.
 	Start, End int64
+	Kind       SurfaceKind
 	// SeqKeys is true when the replace used startSeq/endSeq (v3+), false
 	// for start/end (v0–v2).
 	SeqKeys bool
 }
 
-// Usage is a TokenUsage record (§8.1). Counts are disjoint.
+// Usage is a TokenUsage record (docs/format.md §9.1). Counts are disjoint.
 type Usage struct {
 	InputTokens      int64
 	OutputTokens     int64
@@ -123,7 +123,7 @@ type Usage struct {
 	ReasoningTokens  int64
 }
 
-// Failure is an LlmFailure (§6), as carried by a turn's error reason, a
+// Failure is an LlmFailure (docs/format.md §7), as carried by a turn's error reason, a
 // finish chunk or an llm/retry.
 type Failure struct {
 	Code    string
@@ -131,7 +131,7 @@ type Failure struct {
 	Status  int64
 }
 
-// Finish is a stream's terminal finish chunk (§8.3).
+// Finish is a stream's terminal finish chunk (docs/format.md §9.3).
 type Finish struct {
 	// Kind is the FinishReason kind: stop, tool-calls, max-tokens, aborted,
 	// error, or an unknown member kept raw.
@@ -139,7 +139,7 @@ type Finish struct {
 	Failure *Failure
 }
 
-// Chunk is the typed view of one v0/v1 assistant/chunk event (§8.3).
+// Chunk is the typed view of one v0/v1 assistant/chunk event (docs/format.md §9.3).
 type Chunk struct {
 	// Type is the StreamChunk type (block-start, text-delta, …).
 	Type     string
@@ -154,7 +154,7 @@ type Chunk struct {
 	Finish   *Finish
 }
 
-// Stream summarizes an embedded v2+ stream (§4.3) of an assistant/message
+// Stream summarizes an embedded v2+ stream (docs/format.md §5.3) of an assistant/message
 // or assistant/attempt: what the engine needs for a model-call span.
 type Stream struct {
 	// Records is the number of AssistantStreamRecords, Chunks the number of
@@ -177,7 +177,7 @@ type ToolCallRef struct {
 	ID, Name, Arguments string
 }
 
-// Reason is a turn/end TurnEndReason (§6), read from its object or, in the
+// Reason is a turn/end TurnEndReason (docs/format.md §7), read from its object or, in the
 // seed dialect, bare-string form.
 type Reason struct {
 	// Kind is completed, aborted, blocked, error, max-tokens, interrupted,
@@ -201,20 +201,23 @@ type Event struct {
 	// Member is the event's index among its row's events (packed rows).
 	Member int
 
-	Type      string
-	Seq       int64
-	Time      int64
-	Ignorable bool
+	Type string
+	Seq  int64
+	Time int64
 
 	// Turn and Step are data.turn and data.step where the type has them.
-	Turn, Step       int64
-	HasTurn, HasStep bool
+	Turn, Step int64
 
 	Surface SurfaceOp
-	// Sources is sourceEventSeqs, expanded (§4.2). HasSources says whether
+	// Sources is sourceEventSeqs, expanded (docs/format.md §5.2). HasSources says whether
 	// the key was present at all ([] and absent mean different things).
-	Sources    []int64
-	HasSources bool
+	Sources []int64
+
+	// The flags sit together, so that the struct has no padding between
+	// fields (a packed row allocates one Event per member).
+	Ignorable        bool
+	HasTurn, HasStep bool
+	HasSources       bool
 	// SourcesRanged is true when the physical list used [a,b] pairs.
 	SourcesRanged bool
 

@@ -7,7 +7,6 @@ import (
 	"io"
 	"math/big"
 	"os"
-	"path/filepath"
 	"reflect"
 	"regexp"
 	"slices"
@@ -27,7 +26,7 @@ import (
 // plus the broken shapes it must survive. They seed all three fuzz targets;
 // the corpus adds real rows at run time.
 var (
-	// Headers (§2).
+	// Headers (docs/format.md §3).
 	fuzzHeaders = []string{
 		`{"type":"session","version":0,"id":"s0","createdAt":1783352050748,"cwd":"/home/a/app","delegationDepth":0}`,
 		`{"type":"session","version":0,"id":"s0","createdAt":0,"seedLength":3,"delegationDepth":1,"origin":"subagent","parentSession":"p"}`,
@@ -39,7 +38,7 @@ var (
 		`{"type":"session","version":"4","id":"s","createdAt":1}`,
 		`{"type":"session","id":"","createdAt":-0}`,
 	}
-	// v0/v1 event rows and packed chunk rows (§4.1).
+	// v0/v1 event rows and packed chunk rows (docs/format.md §5.1).
 	fuzzV0Rows = []string{
 		`{"type":"turn/start","seq":0,"time":1783352051000,"data":{"turn":1}}`,
 		`{"type":"step/start","seq":1,"time":1783352051001,"data":{"turn":1,"step":1}}`,
@@ -68,7 +67,7 @@ var (
 		`{"type":"approval/asked","seq":22,"time":1,"data":{"callId":"c","toolName":"bash"}}`,
 		`{"type":"request/header","seq":23,"time":1,"data":{"header":{"config":{"provider":"p","model":"m"},"system":"{{system}}","tools":"{{tools}}"}}}`,
 	}
-	// v2+ rows (§4.2, §4.3), v3 and v4 vocabulary.
+	// v2+ rows (docs/format.md §5.2, §5.3), v3 and v4 vocabulary.
 	fuzzV2Rows = []string{
 		`{"type":"assistant/message","seq":14,"time":1788699455309,"data":{"turn":1,"step":1,"message":{"id":"0a85","role":"assistant","content":[{"type":"text","text":"OK"}],"source":{"kind":"model","provider":"deepseek-official","model":"deepseek-v4-flash"}},"usage":{"inputTokens":64,"outputTokens":2},"stream":[{"type":"chunk","time":1788699455301,"chunk":{"type":"block-start","index":0,"blockType":"text"}},{"type":"text-chunks","time0":1788699455302,"index":0,"dt":[5],"texts":["O","K"]},{"type":"chunk","time":1788699455308,"chunk":{"type":"usage","usage":{"inputTokens":64,"outputTokens":2}}},{"type":"chunk","time":1788699455308,"chunk":{"type":"finish","reason":{"kind":"stop"}}},{"type":"future","time":1}]},"surfaceOp":"append"}`,
 		`{"type":"assistant/attempt","seq":5,"time":1,"data":{"turn":1,"step":1,"stream":[{"type":"tool-call-chunks","time0":1,"index":1,"dt":[],"id":"c","name":"bash","args":["{}"]},{"type":"chunk","time":2,"chunk":{"type":"finish","reason":{"kind":"error","failure":{"code":"X"}}}}]}}`,
@@ -84,7 +83,7 @@ var (
 		`{"type":"acme/unknown","seq":5,"time":1,"data":{},"ignorable":false,"extra":1}`,
 		`{"type":"turn/start","seq":5,"time":1,"data":{"turn":1},"surfaceOp":"append"}`,
 	}
-	// Seed dialect (§11).
+	// Seed dialect (docs/format.md §12).
 	fuzzSeedDialectRows = []string{
 		`{"type":"user/message","seq":2,"time":1755000000020,"data":{"role":"user","content":[{"type":"text","text":"Fix the typo."}]},"surfaceOp":"append","sourceEventSeqs":[0]}`,
 		`{"type":"assistant/chunk","seq":4,"time":1755000000040,"data":{"turn":1,"step":1,"chunk":{"type":"tool-call-delta","name":"bash","arguments":"{\"command\":\"ls\"}"}}}`,
@@ -92,7 +91,7 @@ var (
 		`{"type":"tool/result","seq":7,"time":1,"data":{"turn":1,"step":1,"message":{"role":"tool","toolName":"bash","content":"a.go"}},"surfaceOp":"append"}`,
 		`{"type":"turn/end","seq":9,"time":1,"data":{"turn":1,"reason":"completed"}}`,
 	}
-	// Live transports' line wrappers (§9).
+	// Live transports' line wrappers (docs/format.md §10).
 	fuzzWrappedRows = []string{
 		`{"method":"session.event","params":{"sessionId":"s1","event":{"type":"turn/start","seq":3,"time":0,"data":{"turn":1}}}}`,
 		`{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":"s1","event":{"type":"text-chunks","seq0":4,"time0":0,"data":{"turn":1,"step":1,"index":0,"dt":[],"texts":["x"]}}}}`,
@@ -199,13 +198,13 @@ func fuzzCorpusRows(f *testing.F, maxLen int) [][]byte {
 	return out
 }
 
-// fuzzCorpusFiles reads every corpus file.
+// fuzzCorpusFiles reads the repository's session logs and, when a corpus
+// is found, every corpus file.
 func fuzzCorpusFiles(f *testing.F) [][]byte {
 	f.Helper()
-	dir := testcorpus.Dir(f)
 	var out [][]byte
-	for _, rel := range testcorpus.Files(f) {
-		data, err := os.ReadFile(filepath.Join(dir, rel))
+	for _, path := range testcorpus.All(f) {
+		data, err := os.ReadFile(path)
 		if err != nil {
 			f.Fatal(err)
 		}

@@ -217,7 +217,7 @@ func TestInvalidUTF8(t *testing.T) {
 	}
 }
 
-// TestLosslessNumbers: the lossless-JSON rule of §3 on each number form.
+// TestLosslessNumbers: the lossless-JSON rule of docs/format.md §4 on each number form.
 func TestLosslessNumbers(t *testing.T) {
 	for _, tc := range []struct {
 		num  string

@@ -6,7 +6,7 @@ import (
 )
 
 // jsonIssue is what checkJSON found wrong with a row: a syntax problem
-// (the row cannot be decoded) or a lossless-JSON problem (§3 of the format:
+// (the row cannot be decoded) or a lossless-JSON problem (docs/format.md §4:
 // no -0, no non-safe integers, no non-finite numbers), which is a violation
 // but leaves the row decodable.
 type jsonIssue struct {

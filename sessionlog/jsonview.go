@@ -108,6 +108,29 @@ func (v jv) get1(key string) jv {
 	return jv{}
 }
 
+// get2 is get1(k1), get1(k2) of an object in one walk over its members.
+func (v jv) get2(k1, k2 string) (a, b jv) {
+	if v.t == nil || v.t.nodes[v.i].typ != tObject {
+		return jv{}, jv{}
+	}
+	t := v.t
+	end := t.nodes[v.i].next
+	for k := v.i + 1; k < end; k = t.nodes[k+1].next {
+		switch {
+		case a.t == nil && t.keyIs(k, k1):
+			a = jv{t, k + 1}
+		case b.t == nil && t.keyIs(k, k2):
+			b = jv{t, k + 1}
+		default:
+			continue
+		}
+		if a.t != nil && b.t != nil {
+			break
+		}
+	}
+	return a, b
+}
+
 // Get looks up a member path: each key names an object member (the first
 // of that name), or an array element by its decimal index.
 func (v jv) Get(keys ...string) jv {

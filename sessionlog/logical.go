@@ -2,9 +2,9 @@ package sessionlog
 
 import "encoding/json"
 
-// LogicalJSON is the event as one logical envelope (§3): a bare event row
+// LogicalJSON is the event as one logical envelope (docs/format.md §4): a bare event row
 // as it is, a wrapped event without its wrapper, and a packed row's member
-// as the assistant/chunk event it stands for (§4.1). The result is a new
+// as the assistant/chunk event it stands for (docs/format.md §5.1). The result is a new
 // slice, except for a bare event row, whose bytes are returned as they are.
 func (e *Event) LogicalJSON() []byte {
 	r := e.Row

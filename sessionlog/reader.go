@@ -32,7 +32,7 @@ type Options struct {
 	DecodeUnterminated bool
 }
 
-// Tail describes a torn tail (§1.5): a final record without its newline or
+// Tail describes a torn tail (docs/format.md §2.5): a final record without its newline or
 // an incomplete final zstd frame. It is a crash or a write in progress, not
 // corruption.
 type Tail struct {

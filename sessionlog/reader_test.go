@@ -13,7 +13,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// zstdFrames compresses input the way dsh writes a .jsonl.zstd file (§1.4):
+// zstdFrames compresses input the way dsh writes a .jsonl.zstd file (docs/format.md §2.4):
 // the header line alone in frame 1, then one frame per batch of up to
 // perFrame lines. It returns the file and the end offset of every frame.
 func zstdFrames(t *testing.T, input []byte, perFrame int) ([]byte, []int) {

@@ -1,6 +1,6 @@
 package sessionlog
 
-// knownTypes are the event types some dsh version defines (§5.2). The
+// knownTypes are the event types some dsh version defines (docs/format.md §6.2). The
 // validator holds them to the log-only rules; every other type is plugin-
 // owned and passes untouched.
 var knownTypes = func() map[string]bool {

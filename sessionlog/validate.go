@@ -13,7 +13,7 @@ import (
 // process only).
 var argsSeed = maphash.MakeSeed()
 
-// Validator checks the invariants of one session's log (dsh-format.md §10):
+// Validator checks the invariants of one session's log (docs/format.md §11):
 // dense seqs, the turn/step state machine, tool calls resolved in their
 // step, surface operations valid on the current surface. Feed it every row
 // of the session in order; it keeps only the open state (the open turn and
@@ -131,7 +131,7 @@ func (v *Validator) event(e *Event, f Format, out []Violation) []Violation {
 		out = append(out, Violation{Line: e.Row.Line, Seq: e.Seq, Code: code, Message: fmt.Sprintf(format, args...)})
 	}
 
-	// seq density (§3, §10.2).
+	// seq density (docs/format.md §4, §11.2).
 	switch {
 	case !v.started:
 		v.started = true
@@ -159,7 +159,7 @@ func (v *Validator) event(e *Event, f Format, out []Violation) []Violation {
 	rules := f.RulesVersion()
 	surface := IsSurfaceType(e.Type, rules)
 
-	// Surface keys belong to surface types only (§3, §7.1).
+	// Surface keys belong to surface types only (docs/format.md §4, §8.1).
 	if (e.Surface.Kind != SurfaceNone || e.HasSources) && !surface && knownTypes[e.Type] {
 		add(CodeSurfaceKeysLogged, "%s is a log-only event and may not carry surfaceOp or sourceEventSeqs", e.Type)
 	}
@@ -249,7 +249,7 @@ func (v *Validator) event(e *Event, f Format, out []Violation) []Violation {
 		if !detached {
 			inStep()
 		}
-	case "assistant/attempt", "llm/retry": // §10.3: a retry sits inside the open step
+	case "assistant/attempt", "llm/retry": // docs/format.md §11.3: a retry sits inside the open step
 		inStep()
 	case "assistant/message":
 		v.citeGaps(e)
@@ -369,7 +369,7 @@ func (v *Validator) flushGaps(out []Violation) []Violation {
 	return out
 }
 
-// unresolved reports advertised calls of the closing step with no result (§10.3).
+// unresolved reports advertised calls of the closing step with no result (docs/format.md §11.3).
 func (v *Validator) unresolved(e *Event, out []Violation) []Violation {
 	for _, c := range v.advertised {
 		if !c.resolved {
@@ -414,7 +414,7 @@ func (v *Validator) toolResult(e *Event, f Format, out []Violation) []Violation 
 		callID = call.ID
 	} else {
 		// A call that never started may only be closed by crash repair's
-		// TOOL_NOT_STARTED result (§10.3, §10.4).
+		// TOOL_NOT_STARTED result (docs/format.md §11.3, §11.4).
 		notStarted := e.SyntheticResult && e.ErrorCode == "TOOL_NOT_STARTED" &&
 			slices.ContainsFunc(v.advertised, func(c advertisedCall) bool { return c.ID == e.CallID && !c.started })
 		if !notStarted {
@@ -432,7 +432,7 @@ func (v *Validator) toolResult(e *Event, f Format, out []Violation) []Violation 
 	return out
 }
 
-// surfaceOp folds a surface event into the surface (§7.2) and checks it.
+// surfaceOp folds a surface event into the surface (docs/format.md §8.2) and checks it.
 func (v *Validator) surfaceOp(e *Event, out []Violation) []Violation {
 	add := func(code, format string, args ...any) {
 		out = append(out, Violation{Line: e.Row.Line, Seq: e.Seq, Code: code, Message: fmt.Sprintf(format, args...)})
@@ -452,7 +452,7 @@ func (v *Validator) surfaceOp(e *Event, out []Violation) []Violation {
 	return out
 }
 
-// ApplyReplace applies a replace surfaceOp to surface (§7.2) and returns the
+// ApplyReplace applies a replace surfaceOp to surface (docs/format.md §8.2) and returns the
 // new surface. When the range is not on the surface it returns the surface
 // unchanged with the violation code and message; a range whose nodes are not
 // all cited is applied and reported.

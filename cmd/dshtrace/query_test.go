@@ -302,7 +302,7 @@ func TestQueryZstd(t *testing.T) {
 		}
 	}
 	code, out, _ := runCLI(t, "", "turns", path)
-	if code != 0 || !bytes.HasPrefix([]byte(out), []byte("turn 1  completed  8ms\n  step 1  p/m  in -  cache -  out -  attempts 1\n    c1  bash  ok  1ms\n")) {
+	if code != 0 || !bytes.HasPrefix([]byte(out), []byte("turn 1  completed  8ms  cost -\n  step 1  p/m  in -  cache -  out -  cost -  attempts 1\n    c1  bash  ok  1ms\n")) {
 		t.Errorf("turns of the zstd file: exit %d, output\n%s", code, out)
 	}
 }

@@ -7,16 +7,22 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
-// runTurns prints an outline of FILE's turns: per turn its end reason and
-// duration, per step the model, tokens and attempts, per tool call its
-// outcome and latency, with dispatch sub-calls under their parent call.
+// runTurns prints an outline of FILE's turns: per turn its end reason,
+// duration and cost, per step the model, tokens, cost and attempts, per
+// tool call its outcome and latency, with dispatch sub-calls under their
+// parent call. Tokens read as on the spans: "in" counts every prompt token,
+// cached ones included, and "cache" says how many of them were read from
+// and written to the provider's cache. What no model call reported —
+// usage, or a price for its model — is "-", never 0.
 // The turns are the turn engine's, as `spans` and the connector see them;
 // each is printed as it closes, so memory is bounded by the open turns
 // (and the engine's reorder window), not by the log.
@@ -48,7 +54,7 @@ func runTurns(args []string, stdin io.Reader, stdout io.Writer) error {
 // closes, the turns still open at the end of the input last. Wrapped rows
 // (live transports) may interleave several sessions; a "session ID" line
 // says when the output switches to another. Where a fork's inherited
-// prefix ends (§2, §10.5) a line says so: the turns printed above it were
+// prefix ends (docs/format.md §3, §11.5) a line says so: the turns printed above it were
 // copied from the parent session.
 func outlineStream(name string, r io.Reader, w io.Writer) error {
 	dec, err := sessionlog.NewDecoder(r, sessionlog.Options{})
@@ -145,7 +151,7 @@ func writeTurn(w io.Writer, t *turnengine.Turn) {
 	if !t.Dangling() {
 		duration = durationText(t.StartTime, t.LoggedEndTime)
 	}
-	fmt.Fprintf(w, "turn %d  %s  %s\n", t.Number, reasonText(t), duration)
+	fmt.Fprintf(w, "turn %d  %s  %s  %s\n", t.Number, reasonText(t), duration, turnCost(t))
 	const steps, calls = 0, 1
 	var tb tables
 	for _, s := range t.Steps {
@@ -155,11 +161,11 @@ func writeTurn(w io.Writer, t *turnengine.Turn) {
 		}
 		in, cache, out := "in -", "cache -", "out -"
 		if u, ok := stepUsage(s); ok {
-			in = fmt.Sprintf("in %d", u.InputTokens)
-			cache = fmt.Sprintf("cache %d", u.CacheReadTokens+u.CacheWriteTokens)
+			in = fmt.Sprintf("in %d", u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens)
+			cache = fmt.Sprintf("cache read %d write %d", u.CacheReadTokens, u.CacheWriteTokens)
 			out = fmt.Sprintf("out %d", u.OutputTokens)
 		}
-		tb.add(steps, label, stepModel(s), in, cache, out, fmt.Sprintf("attempts %d", len(s.Attempts)))
+		tb.add(steps, label, stepModel(s), in, cache, out, stepCost(s), fmt.Sprintf("attempts %d", len(s.Attempts)))
 		for _, c := range s.Tools {
 			addCall(&tb, calls, c, "    ")
 		}
@@ -167,7 +173,7 @@ func writeTurn(w io.Writer, t *turnengine.Turn) {
 	tb.write(w)
 }
 
-// stepUsage sums the usage of a step's attempts, each counted once (§8.2:
+// stepUsage sums the usage of a step's attempts, each counted once (docs/format.md §9.2:
 // the engine gives a committed attempt its message's usage); ok is false
 // when no attempt reported any.
 func stepUsage(s *turnengine.Step) (u sessionlog.Usage, ok bool) {
@@ -184,7 +190,38 @@ func stepUsage(s *turnengine.Step) (u sessionlog.Usage, ok bool) {
 	return u, ok
 }
 
-// stepModel renders the model that served a step (§8.2): the committed
+// turnCost renders a turn's cost: the sum over its priced model calls,
+// with how many calls with usage had no price; "cost -" when none had one.
+func turnCost(t *turnengine.Turn) string {
+	if t.PricedCalls == 0 {
+		return "cost -"
+	}
+	c := "cost " + usd(t.Cost.Total())
+	if t.UnpricedCalls > 0 {
+		c += fmt.Sprintf(" (+%d unpriced)", t.UnpricedCalls)
+	}
+	return c
+}
+
+// stepCost renders the cost of a step's priced attempts, or "cost -".
+func stepCost(s *turnengine.Step) string {
+	var c pricing.Cost
+	priced := false
+	for _, a := range s.Attempts {
+		if a.Priced {
+			c, priced = c.Add(a.Cost), true
+		}
+	}
+	if !priced {
+		return "cost -"
+	}
+	return "cost " + usd(c.Total())
+}
+
+// usd writes an amount of dollars in full, without binary noise.
+func usd(v float64) string { return "$" + strconv.FormatFloat(v, 'f', -1, 64) }
+
+// stepModel renders the model that served a step (docs/format.md §9.2): the committed
 // attempt's, else the last attempt's (the latest request model before it),
 // as provider/model, whichever part is known, or "-".
 func stepModel(s *turnengine.Step) string {
@@ -262,7 +299,7 @@ func reasonText(t *turnengine.Turn) string {
 }
 
 // durationText renders the time from one logged time to another, clamped
-// at 0 (§3: time is not monotonic); a clamped one says how far the clock
+// at 0 (docs/format.md §4: time is not monotonic); a clamped one says how far the clock
 // went back.
 func durationText(from, to int64) string {
 	if to < from {

@@ -18,7 +18,7 @@ import (
 // update rewrites the golden files instead of comparing against them.
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
-// seedSample is the seed dialect's sample log (dsh-format.md §11).
+// seedSample is the seed dialect's sample log (docs/format.md §12).
 const seedSample = "../../testdata/seed/sample.jsonl"
 
 // turnsGoldens are the inputs whose outlines are pinned, each checked by
@@ -94,9 +94,8 @@ var negative = regexp.MustCompile(`(^|\s)-[0-9]`)
 // produce an outline, each turn/start must give one turn line, and no
 // duration may be negative however the clock jumped.
 func TestTurnsCorpus(t *testing.T) {
-	root := testcorpus.Dir(t)
-	for _, rel := range testcorpus.Files(t) {
-		path := filepath.Join(root, rel)
+	for _, l := range testcorpus.Logs(t) {
+		rel, path := l.Name, l.Path
 		code, out, errs := runCLI(t, "", "turns", path)
 		if code != 0 {
 			t.Errorf("%s: exit %d, stderr %q", rel, code, errs)
@@ -158,11 +157,11 @@ func TestTurnsSessions(t *testing.T) {
 {"type":"session_event","sessionId":"B","event":{"type":"turn/end","seq":1,"time":3,"data":{"turn":1,"reason":{"kind":"blocked"}}}}
 `
 	const want = `session A
-turn 1  completed  1ms
+turn 1  completed  1ms  cost -
 session B
-turn 1  blocked  2ms
+turn 1  blocked  2ms  cost -
 session A
-turn 2  open  -
+turn 2  open  -  cost -
 `
 	code, out, errs := runCLI(t, wire, "turns", "-")
 	if code != 0 || out != want {
@@ -180,9 +179,9 @@ func TestTurnsInherited(t *testing.T) {
 {"type":"turn/start","seq":3,"time":13,"data":{"turn":2}}
 {"type":"turn/end","seq":4,"time":15,"data":{"turn":2,"reason":{"kind":"completed"}}}
 `
-	const want = `turn 1  completed  1ms
+	const want = `turn 1  completed  1ms  cost -
 (the turns above are inherited from parent session P; this session's own events start at seq 2)
-turn 2  completed  2ms
+turn 2  completed  2ms  cost -
 `
 	code, out, errs := runCLI(t, log, "turns", "-")
 	if code != 0 || out != want {
@@ -243,7 +242,7 @@ func outline(t *testing.T, jsonl string) string {
 	return out
 }
 
-// TestTurnsAttemptsAndTokens: a step's attempts, tokens and model (§8.2),
+// TestTurnsAttemptsAndTokens: a step's attempts, tokens and model (docs/format.md §9.2),
 // v0/v1 attempts split from chunks and v2+ attempts recorded whole.
 func TestTurnsAttemptsAndTokens(t *testing.T) {
 	const open = `
@@ -259,7 +258,7 @@ func TestTurnsAttemptsAndTokens(t *testing.T) {
 		name, body, step string
 	}{{
 		// A failed attempt counts through its usage chunk; the committed
-		// one through message.usage, not also its chunk (§8.2).
+		// one through message.usage, not also its chunk (docs/format.md §9.2).
 		name: "v0 retry: failed attempt's chunk plus committed message usage",
 		body: `
 {"type":"assistant/chunk","seq":3,"time":101,"data":{"turn":1,"step":1,"chunk":{"type":"usage","usage":{"inputTokens":7,"outputTokens":1}}}}
@@ -271,7 +270,7 @@ func TestTurnsAttemptsAndTokens(t *testing.T) {
 {"type":"assistant/chunk","seq":9,"time":105,"data":{"turn":1,"step":1,"chunk":{"type":"finish","reason":{"kind":"stop"}}}}
 {"type":"assistant/message","seq":10,"time":105,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"text","text":"ok"}],"source":{"kind":"model","provider":"dp","model":"dm"}},"usage":{"inputTokens":10,"outputTokens":2,"cacheReadTokens":30,"cacheWriteTokens":4}},"sourceEventSeqs":[7,8,9],"surfaceOp":"append"}
 `,
-		step: "  step 1  dp/dm  in 17  cache 34  out 3  attempts 2",
+		step: "  step 1  dp/dm  in 51  cache read 30 write 4  out 3  cost -  attempts 2",
 	}, {
 		name: "v0 message without usage falls back to its attempt's usage chunk",
 		body: `
@@ -279,7 +278,7 @@ func TestTurnsAttemptsAndTokens(t *testing.T) {
 {"type":"assistant/chunk","seq":4,"time":101,"data":{"turn":1,"step":1,"chunk":{"type":"finish","reason":{"kind":"stop"}}}}
 {"type":"assistant/message","seq":5,"time":105,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[],"source":{"kind":"model","provider":"dp","model":"dm"}}},"sourceEventSeqs":[3,4],"surfaceOp":"append"}
 `,
-		step: "  step 1  dp/dm  in 5  cache 1  out 6  attempts 1",
+		step: "  step 1  dp/dm  in 6  cache read 1 write 0  out 6  cost -  attempts 1",
 	}, {
 		// Two finish chunks: two attempts, even with no retry event between.
 		name: "v0 attempts split at finish chunks",
@@ -289,7 +288,7 @@ func TestTurnsAttemptsAndTokens(t *testing.T) {
 {"type":"assistant/chunk","seq":5,"time":101,"data":{"turn":1,"step":1,"chunk":{"type":"finish","reason":{"kind":"stop"}}}}
 {"type":"assistant/message","seq":6,"time":105,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[],"source":{"kind":"model","provider":"dp","model":"dm"}}},"sourceEventSeqs":[4,5],"surfaceOp":"append"}
 `,
-		step: "  step 1  dp/dm  in 3  cache 0  out 4  attempts 2",
+		step: "  step 1  dp/dm  in 3  cache read 0 write 0  out 4  cost -  attempts 2",
 	}, {
 		// A cancelled stream has no finish chunk; the interrupted message
 		// commits the attempt still streaming.
@@ -298,13 +297,13 @@ func TestTurnsAttemptsAndTokens(t *testing.T) {
 {"type":"assistant/chunk","seq":3,"time":101,"data":{"turn":1,"step":1,"chunk":{"type":"text-delta","index":0,"text":"par"}}}
 {"type":"assistant/message","seq":4,"time":105,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"text","text":"par"}],"source":{"kind":"model","provider":"dp","model":"dm"}},"interrupted":true},"surfaceOp":"append"}
 `,
-		step: "  step 1  dp/dm  in -  cache -  out -  attempts 1",
+		step: "  step 1  dp/dm  in -  cache -  out -  cost -  attempts 1",
 	}, {
 		name: "v0 message with no chunks is an attempt of its own",
 		body: `
 {"type":"assistant/message","seq":3,"time":105,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[],"source":{"kind":"model","provider":"dp","model":"dm"}},"usage":{"inputTokens":1,"outputTokens":1}},"surfaceOp":"append"}
 `,
-		step: "  step 1  dp/dm  in 1  cache 0  out 1  attempts 1",
+		step: "  step 1  dp/dm  in 1  cache read 0 write 0  out 1  cost -  attempts 1",
 	}, {
 		// A failed attempt has no message: the model is the latest request
 		// record before it, here request/context after request/header.
@@ -314,7 +313,7 @@ func TestTurnsAttemptsAndTokens(t *testing.T) {
 {"type":"assistant/chunk","seq":4,"time":101,"data":{"turn":1,"step":1,"chunk":{"type":"finish","reason":{"kind":"error","error":{"message":"x","code":"AUTH"}}}}}
 {"type":"request/context","seq":5,"time":100,"data":{"provider":"later","model":"later"}}
 `,
-		step: "  step 1  cp/cm  in -  cache -  out -  attempts 1",
+		step: "  step 1  cp/cm  in -  cache -  out -  cost -  attempts 1",
 	}, {
 		name: "v2+ attempt stream usage plus message usage over its stream usage",
 		body: `
@@ -322,22 +321,22 @@ func TestTurnsAttemptsAndTokens(t *testing.T) {
 {"type":"assistant/attempt","seq":4,"time":101,"data":{"turn":1,"step":1,"stream":[{"type":"chunk","time":101,"chunk":{"type":"finish","reason":{"kind":"aborted","failure":{"message":"x","code":"ABORTED"}}}}]}}
 {"type":"assistant/message","seq":5,"time":105,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[],"source":{"kind":"model","provider":"dp","model":"dm"}},"usage":{"inputTokens":10,"outputTokens":20},"stream":[{"type":"chunk","time":104,"chunk":{"type":"usage","usage":{"inputTokens":900,"outputTokens":900}}},{"type":"chunk","time":105,"chunk":{"type":"finish","reason":{"kind":"stop"}}}]},"surfaceOp":"append"}
 `,
-		step: "  step 1  dp/dm  in 12  cache 0  out 23  attempts 3",
+		step: "  step 1  dp/dm  in 12  cache read 0 write 0  out 23  cost -  attempts 3",
 	}, {
 		name: "v2+ message without usage counts its stream's usage",
 		body: `
 {"type":"assistant/message","seq":3,"time":105,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[],"source":{"kind":"model","provider":"dp","model":"dm"}},"stream":[{"type":"chunk","time":104,"chunk":{"type":"usage","usage":{"inputTokens":4,"outputTokens":5}}}]},"surfaceOp":"append"}
 `,
-		step: "  step 1  dp/dm  in 4  cache 0  out 5  attempts 1",
+		step: "  step 1  dp/dm  in 4  cache read 0 write 0  out 5  cost -  attempts 1",
 	}, {
 		name: "no attempt: no model, no usage",
 		body: "",
-		step: "  step 1  -  in -  cache -  out -  attempts 0",
+		step: "  step 1  -  in -  cache -  out -  cost -  attempts 0",
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := outline(t, open+strings.TrimLeft(tt.body, "\n")+strings.TrimLeft(close, "\n"))
-			if want := "turn 1  completed  100ms\n" + tt.step + "\n"; got != want {
+			if want := "turn 1  completed  100ms  cost -\n" + tt.step + "\n"; got != want {
 				t.Errorf("got\n%swant\n%s", got, want)
 			}
 		})
@@ -350,7 +349,7 @@ func TestTurnsOutline(t *testing.T) {
 	tests := []struct {
 		name, log, want string
 	}{{
-		// Results arrive in an order that only the pairing rules (§12.2 #6,
+		// Results arrive in an order that only the pairing rules (docs/format.md §13.3,
 		// turnmodel.Calls) untangle: by call id, by the cited tool/call seq,
 		// by tool name; a seed-dialect result with no evidence closes no
 		// call (a is left unknown); a rewrite (surfaceOp replace) is not an
@@ -377,15 +376,15 @@ func TestTurnsOutline(t *testing.T) {
 {"type":"tool/result","seq":14,"time":160,"data":{"turn":1,"step":2,"message":{"role":"tool","toolName":"glob","content":"not e: e is step 1's","isError":false}},"surfaceOp":"append"}
 {"type":"step/end","seq":15,"time":170,"data":{"turn":1,"step":2}}
 `,
-		want: `turn 1  open  -
-  step 1  -  in -  cache -  out -  attempts 0
+		want: `turn 1  open  -  cost -
+  step 1  -  in -  cache -  out -  cost -  attempts 0
     a  read  unknown         -
     b  read  ok              0s (clamped: clock went back 5ms)
     c  bash  error           70ms
     d  grep  error (DENIED)  70ms
     e  glob  unknown         -
     -  -     ok              - (no tool/call)
-  step 2  -  in -  cache -  out -  attempts 0
+  step 2  -  in -  cache -  out -  cost -  attempts 0
     -  glob  ok              - (no tool/call)
 `,
 	}, {
@@ -401,8 +400,8 @@ func TestTurnsOutline(t *testing.T) {
 {"type":"step/end","seq":4,"time":0,"data":{"turn":1,"step":1}}
 {"type":"turn/end","seq":5,"time":0,"data":{"turn":1,"reason":{"kind":"interrupted"}}}
 `,
-		want: `turn 1  interrupted  0s
-  step 1  p/m  in -  cache -  out -  attempts 1
+		want: `turn 1  interrupted  0s  cost -
+  step 1  p/m  in -  cache -  out -  cost -  attempts 1
     x  write  error (TOOL_NOT_STARTED)  - (no tool/call)
 `,
 	}, {
@@ -424,8 +423,8 @@ func TestTurnsOutline(t *testing.T) {
 {"type":"step/end","seq":9,"time":50,"data":{"turn":1,"step":1}}
 {"type":"turn/end","seq":10,"time":50,"data":{"turn":1,"reason":{"kind":"completed"}}}
 `,
-		want: `turn 1  completed  50ms
-  step 1  -  in -  cache -  out -  attempts 0
+		want: `turn 1  completed  50ms  cost -
+  step 1  -  in -  cache -  out -  cost -  attempts 0
     p                  run_code  ok              30ms
       p:ptc:1          bash      error (DENIED)  0s (clamped: clock went back 1ms)
         p:ptc:1:ptc:1  read      ok              4ms
@@ -447,10 +446,10 @@ func TestTurnsOutline(t *testing.T) {
 {"type":"step/start","seq":11,"time":600,"data":{"turn":5,"step":1}}
 {"type":"turn/start","seq":12,"time":700,"data":{"turn":6}}
 `,
-		want: `turn 4  aborted (hook: "no")  0s (clamped: clock went back 100ms)
-turn 5  open  -
-  step 1 (open)  -  in -  cache -  out -  attempts 0
-turn 6  open  -
+		want: `turn 4  aborted (hook: "no")  0s (clamped: clock went back 100ms)  cost -
+turn 5  open  -  cost -
+  step 1 (open)  -  in -  cache -  out -  cost -  attempts 0
+turn 6  open  -  cost -
 `,
 	}, {
 		name: "abort causes and error codes",
@@ -462,9 +461,9 @@ turn 6  open  -
 {"type":"turn/start","seq":4,"time":4,"data":{"turn":3}}
 {"type":"turn/end","seq":5,"time":7,"data":{"turn":3,"reason":{"kind":"blocked"}}}
 `,
-		want: `turn 1  aborted (user)  1ms
-turn 2  error (AUTH)  2ms
-turn 3  blocked  3ms
+		want: `turn 1  aborted (user)  1ms  cost -
+turn 2  error (AUTH)  2ms  cost -
+turn 3  blocked  3ms  cost -
 `,
 	}}
 	for _, tt := range tests {
@@ -473,5 +472,33 @@ turn 3  blocked  3ms
 				t.Errorf("got\n%swant\n%s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestTurnsCost: a step priced by the built-in table shows its cost, the
+// turn the sum of its steps', worked out by hand. The turn is on
+// 2026-08-04, after DeepSeek's cache-hit cut: deepseek-v4-flash costs
+// $0.14 per 1M uncached input tokens, $0.0028 cache read, $0.14 cache
+// write (billed as a miss) and $0.28 output.
+//
+//	step 1: 1000×0.14 + 8000×0.0028 + 500×0.14 + 200×0.28 = 140 + 22.4 + 70 + 56 = 288.4 µ$
+//	step 2: an unknown model — no price, no cost
+func TestTurnsCost(t *testing.T) {
+	const log = `{"type":"session","version":4,"id":"c","createdAt":0,"isSeeded":false,"delegationDepth":0}
+{"type":"turn/start","seq":0,"time":1785821460000,"data":{"turn":1}}
+{"type":"step/start","seq":1,"time":1785821460000,"data":{"turn":1,"step":1}}
+{"type":"assistant/message","seq":2,"time":1785821461000,"data":{"turn":1,"step":1,"message":{"id":"a","role":"assistant","content":[{"type":"text","text":"ok"}],"source":{"kind":"model","provider":"deepseek-official","model":"deepseek-v4-flash"}},"usage":{"inputTokens":1000,"outputTokens":200,"cacheReadTokens":8000,"cacheWriteTokens":500}},"surfaceOp":"append"}
+{"type":"step/end","seq":3,"time":1785821461000,"data":{"turn":1,"step":1}}
+{"type":"step/start","seq":4,"time":1785821461000,"data":{"turn":1,"step":2}}
+{"type":"assistant/message","seq":5,"time":1785821462000,"data":{"turn":1,"step":2,"message":{"id":"b","role":"assistant","content":[{"type":"text","text":"ok"}],"source":{"kind":"model","provider":"acme","model":"acme-1"}},"usage":{"inputTokens":10,"outputTokens":1}},"surfaceOp":"append"}
+{"type":"step/end","seq":6,"time":1785821462000,"data":{"turn":1,"step":2}}
+{"type":"turn/end","seq":7,"time":1785821462000,"data":{"turn":1,"reason":{"kind":"completed"}}}
+`
+	const want = `turn 1  completed  2s  cost $0.0002884 (+1 unpriced)
+  step 1  deepseek-official/deepseek-v4-flash  in 9500  cache read 8000 write 500  out 200  cost $0.0002884  attempts 1
+  step 2  acme/acme-1                          in 10    cache read 0 write 0       out 1    cost -           attempts 1
+`
+	if got := outline(t, log); got != want {
+		t.Errorf("got\n%swant\n%s", got, want)
 	}
 }

@@ -3,8 +3,9 @@
 package main
 
 import (
-	turnstate "github.com/dshtrace/dshtrace/connector/turnstate"
+	turnstate2 "github.com/dshtrace/dshtrace/connector/turnstate"
 	sessionarchive "github.com/dshtrace/dshtrace/exporter/sessionarchive"
+	turnstate "github.com/dshtrace/dshtrace/processor/turnstate"
 	sessionevent "github.com/dshtrace/dshtrace/receiver/sessionevent"
 	kafkaexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter"
 	prometheusexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter"
@@ -12,6 +13,9 @@ import (
 	bearertokenauthextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension"
 	healthcheckextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
 	filestorage "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	filterprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor"
+	redactionprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/redactionprocessor"
+	transformprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/transformprocessor"
 	kafkareceiver "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/kafkareceiver"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
@@ -100,25 +104,33 @@ func components() (otelcol.Factories, error) {
 	})
 
 	factories.Processors, err = otelcol.MakeFactoryMap[processor.Factory](
+		turnstate.NewFactory(),
 		batchprocessor.NewFactory(),
 		memorylimiterprocessor.NewFactory(),
+		redactionprocessor.NewFactory(),
+		transformprocessor.NewFactory(),
+		filterprocessor.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
 	}
 	factories.ProcessorModules = makeModulesMap(factories.Processors, map[component.Type]string{
+		turnstate.NewFactory().Type():              "github.com/dshtrace/dshtrace v0.0.0",
 		batchprocessor.NewFactory().Type():         "go.opentelemetry.io/collector/processor/batchprocessor v0.165.0",
 		memorylimiterprocessor.NewFactory().Type(): "go.opentelemetry.io/collector/processor/memorylimiterprocessor v0.165.0",
+		redactionprocessor.NewFactory().Type():     "github.com/open-telemetry/opentelemetry-collector-contrib/processor/redactionprocessor v0.165.1",
+		transformprocessor.NewFactory().Type():     "github.com/open-telemetry/opentelemetry-collector-contrib/processor/transformprocessor v0.161.0",
+		filterprocessor.NewFactory().Type():        "github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor v0.161.0",
 	})
 
 	factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory](
-		turnstate.NewFactory(),
+		turnstate2.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
 	}
 	factories.ConnectorModules = makeModulesMap(factories.Connectors, map[component.Type]string{
-		turnstate.NewFactory().Type(): "github.com/dshtrace/dshtrace v0.0.0",
+		turnstate2.NewFactory().Type(): "github.com/dshtrace/dshtrace v0.0.0",
 	})
 
 	return factories, nil

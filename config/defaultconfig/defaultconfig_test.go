@@ -1,6 +1,7 @@
 package defaultconfig
 
 import (
+	"net"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -82,4 +83,84 @@ func TestUserPaths(t *testing.T) {
 	if runtime.GOOS == "linux" {
 		assert.Equal(t, filepath.Join(home, "xdg", "dshtrace", "otelcol-dsh"), p.State)
 	}
+}
+
+func TestListenersMove(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("DSH_HOME", "")
+	t.Setenv("XDG_STATE_HOME", "")
+	t.Setenv(EnvHTTP, "")
+	t.Setenv(EnvMetrics, "")
+	t.Setenv(EnvTelemetry, "")
+	p, err := UserPaths()
+	require.NoError(t, err)
+	conf := resolve(t, p)
+	assert.Equal(t, DefaultHTTP, conf.Get("receivers::session_event::http::endpoint"))
+	assert.Equal(t, DefaultMetrics, conf.Get("exporters::prometheus::endpoint"))
+	reader := conf.Get("service::telemetry::metrics::readers").([]any)[0].(map[string]any)
+	prom := reader["pull"].(map[string]any)["exporter"].(map[string]any)["prometheus"].(map[string]any)
+	assert.Equal(t, "localhost", prom["host"])
+	assert.Equal(t, 8888, prom["port"])
+
+	t.Setenv(EnvHTTP, "127.0.0.1:14320")
+	t.Setenv(EnvMetrics, "0.0.0.0:18889")
+	t.Setenv(EnvTelemetry, "[::1]:18888")
+	p, err = UserPaths()
+	require.NoError(t, err)
+	conf = resolve(t, p)
+	assert.Equal(t, "127.0.0.1:14320", conf.Get("receivers::session_event::http::endpoint"))
+	assert.Equal(t, "0.0.0.0:18889", conf.Get("exporters::prometheus::endpoint"))
+	reader = conf.Get("service::telemetry::metrics::readers").([]any)[0].(map[string]any)
+	prom = reader["pull"].(map[string]any)["exporter"].(map[string]any)["prometheus"].(map[string]any)
+	assert.Equal(t, "::1", prom["host"])
+	assert.Equal(t, 18888, prom["port"])
+
+	for _, bad := range []string{"4320", "localhost:http", "localhost:70000", ":"} {
+		t.Setenv(EnvTelemetry, bad)
+		_, err := UserPaths()
+		assert.ErrorContains(t, err, EnvTelemetry, "%q", bad)
+	}
+}
+
+func resolve(t *testing.T, p Paths) *confmap.Conf {
+	t.Helper()
+	r, err := confmap.NewRetrievedFromYAML([]byte(YAML(p)))
+	require.NoError(t, err)
+	conf, err := r.AsConf()
+	require.NoError(t, err)
+	return conf
+}
+
+func TestPreflight(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	taken := ln.Addr().String()
+
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	freeAddr := free.Addr().String()
+	free.Close()
+
+	p := Paths{HTTP: freeAddr, Metrics: freeAddr, Telemetry: taken}
+	err = Preflight(p.Listeners())
+	require.Error(t, err)
+	msg := err.Error()
+	assert.NotContains(t, msg, "\n", "one line")
+	assert.Contains(t, msg, taken+" is in use")
+	assert.Contains(t, msg, "the collector's own metrics")
+	assert.Contains(t, msg, EnvTelemetry)
+
+	p.Telemetry = freeAddr
+	assert.NoError(t, Preflight(p.Listeners()))
+}
+
+func TestRuns(t *testing.T) {
+	assert.True(t, Runs([]string{"otelcol-dsh"}))
+	assert.True(t, Runs([]string{"otelcol-dsh", "--feature-gates", "x"}))
+	assert.False(t, Runs([]string{"otelcol-dsh", "validate"}))
+	assert.False(t, Runs([]string{"otelcol-dsh", "print-config"}))
+	assert.False(t, Runs([]string{"otelcol-dsh", "--set=a=b"}))
+	assert.False(t, Runs([]string{}))
 }

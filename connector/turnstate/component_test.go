@@ -83,7 +83,7 @@ func TestComponentLifecycle(t *testing.T) {
 	assert.False(t, registered(cfg.(*Config)))
 }
 
-// collector-notes §6.3: both instances share one core per *Config. Shut
+// docs/design.md §9.3: both instances share one core per *Config. Shut
 // down without Start, then twice: create both, Start, feed one read-only
 // batch to both, Shutdown both. Each event is counted once, the flush
 // happens once, and the registry is empty at the end — also when the

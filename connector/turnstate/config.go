@@ -7,10 +7,11 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 
+	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 )
 
-// Config configures the turn_state connector (DESIGN §4, README).
+// Config configures the turn_state connector (docs/design.md §4, README).
 type Config struct {
 	// AgentName names the agent in turn spans (`invoke_agent {agent}`) when
 	// a session's header has no agentPreset.
@@ -42,12 +43,46 @@ type Config struct {
 	// ReorderWindow bounds the events held per session while a missing seq
 	// is awaited; beyond it the gap is skipped at once.
 	ReorderWindow int `mapstructure:"reorder_window"`
+	// LiveSteps emits each step's spans (step, model calls, tool calls) as
+	// soon as the step ends, and the turn's root span at its end: a
+	// running turn's finished steps are visible within a batch. Off, a
+	// turn's spans go out together at its end.
+	LiveSteps bool `mapstructure:"live_steps"`
 	// Storage is a storage extension (file_storage) in which the state of
 	// every session is journaled, so that turns open when the collector
 	// stops — crash included — carry on after the restart. Unset: open
 	// turns are closed as dangling (cause shutdown) at a clean stop and
 	// lost at a crash.
 	Storage *component.ID `mapstructure:"storage"`
+	// Prices prices model calls (USD per million tokens, by provider and
+	// model, optionally by date range): the cost on chat and turn spans and
+	// the dsh.usage.cost counter. They come before the built-in prices of
+	// DeepSeek's official models: a model priced here is priced by these
+	// entries alone. A model priced nowhere has no cost.
+	Prices []PriceConfig `mapstructure:"prices"`
+	// BuiltinPrices keeps the built-in DeepSeek prices (default true).
+	BuiltinPrices bool `mapstructure:"builtin_prices"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// PriceConfig is one entry of the price table: a provider's model, its
+// prices in USD per million tokens, and optionally the time range
+// [from, until) it applies to, matched against a turn's start (event
+// time). Input and output are required; cache_read and cache_write, when
+// left out, cost the input price (a provider without a cache discount).
+type PriceConfig struct {
+	Provider   string   `mapstructure:"provider"`
+	Model      string   `mapstructure:"model"`
+	Input      *float64 `mapstructure:"input"`
+	CacheRead  *float64 `mapstructure:"cache_read"`
+	CacheWrite *float64 `mapstructure:"cache_write"`
+	Output     *float64 `mapstructure:"output"`
+	// From and Until are YAML timestamps: dates (2006-01-02, UTC midnight)
+	// or RFC 3339 times.
+	From  time.Time `mapstructure:"from"`
+	Until time.Time `mapstructure:"until"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -64,10 +99,12 @@ func createDefaultConfig() *Config {
 		MaxSessions:          turnengine.DefaultMaxSessions,
 		MetricsFlushInterval: defaultMetricsFlushInterval,
 		CaptureContent:       false,
+		LiveSteps:            true,
 		MaxContentBytes:      turnengine.DefaultMaxContentBytes,
 		MaxAttributeValues:   turnengine.DefaultMaxAttributeValues,
 		GapTimeout:           turnengine.DefaultGapTimeout,
 		ReorderWindow:        turnengine.DefaultReorderWindow,
+		BuiltinPrices:        true,
 	}
 }
 
@@ -97,6 +134,9 @@ func (c *Config) Validate() error {
 	positive("max_content_bytes", c.MaxContentBytes)
 	positive("max_attribute_values", c.MaxAttributeValues)
 	positive("reorder_window", c.ReorderWindow)
+	if _, err := c.priceTable(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.GapTimeout > 0 && c.DanglingTimeout > 0 && c.GapTimeout >= c.DanglingTimeout {
 		errs = append(errs, fmt.Errorf("gap_timeout (%v) must be shorter than dangling_timeout (%v): a turn waiting for a missing event would otherwise be closed as dangling first",
 			c.GapTimeout, c.DanglingTimeout))
@@ -114,7 +154,57 @@ func (c *Config) engineConfig() turnengine.Config {
 		ReorderWindow:      c.ReorderWindow,
 		GapTimeout:         c.GapTimeout,
 		CaptureContent:     c.CaptureContent,
+		LiveSteps:          c.LiveSteps,
 		MaxContentBytes:    c.MaxContentBytes,
 		MaxAttributeValues: c.MaxAttributeValues,
 	}
+}
+
+// priceTable builds the price table: the configured entries, then the
+// built-in ones for the models not configured.
+func (c *Config) priceTable() (*pricing.Table, error) {
+	var entries []pricing.Entry
+	var errs []error
+	configured := map[[2]string]bool{}
+	for i, p := range c.Prices {
+		e, err := p.entry()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("prices[%d] (%s/%s): %w", i, p.Provider, p.Model, err))
+			continue
+		}
+		configured[[2]string{e.Provider, e.Model}] = true
+		entries = append(entries, e)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	if c.BuiltinPrices {
+		for _, e := range pricing.DefaultEntries() {
+			if !configured[[2]string{e.Provider, e.Model}] {
+				entries = append(entries, e)
+			}
+		}
+	}
+	t, err := pricing.New(entries)
+	if err != nil {
+		return nil, fmt.Errorf("prices: %w", err)
+	}
+	return t, nil
+}
+
+func (p PriceConfig) entry() (pricing.Entry, error) {
+	e := pricing.Entry{Provider: p.Provider, Model: p.Model}
+	if p.Input == nil || p.Output == nil {
+		return e, errors.New("input and output prices are required")
+	}
+	e.Input, e.Output = *p.Input, *p.Output
+	e.CacheRead, e.CacheWrite = e.Input, e.Input
+	if p.CacheRead != nil {
+		e.CacheRead = *p.CacheRead
+	}
+	if p.CacheWrite != nil {
+		e.CacheWrite = *p.CacheWrite
+	}
+	e.From, e.Until = p.From, p.Until
+	return e, nil
 }

@@ -32,10 +32,21 @@ func TestLoadConfig(t *testing.T) {
 	storageID := component.MustNewIDWithName("file_storage", "turns")
 	custom.Storage = &storageID
 
+	f := func(v float64) *float64 { return &v }
+	priced := createDefaultConfig()
+	priced.BuiltinPrices = false
+	june := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	priced.Prices = []PriceConfig{
+		{Provider: "acme", Model: "acme-1", Input: f(2), Output: f(8), Until: june},
+		{Provider: "acme", Model: "acme-1", Input: f(1), CacheRead: f(0.1), Output: f(4), From: june},
+	}
+
 	tests := []struct {
 		name    string
 		want    *Config
 		wantErr []string // substrings of the validation error
+		// unmarshalErr is a substring of the decoding error
+		unmarshalErr string
 	}{
 		{name: "", want: createDefaultConfig()},
 		{name: "custom", want: custom},
@@ -46,12 +57,23 @@ func TestLoadConfig(t *testing.T) {
 		{name: "zero_flush", wantErr: []string{"metrics_flush_interval must be a positive duration"}},
 		{name: "zero_content", wantErr: []string{"max_content_bytes must be positive", "max_attribute_values must be positive"}},
 		{name: "gap_not_shorter", wantErr: []string{"gap_timeout (10s) must be shorter than dangling_timeout (10s)"}},
+		{name: "prices", want: priced},
+		{name: "negative_price", wantErr: []string{"input price must be a finite number ≥ 0, got -1"}},
+		{name: "overlapping_prices", wantErr: []string{"prices of acme/acme-1 overlap"}},
+		{name: "incomplete_price", wantErr: []string{"prices[0] (acme/acme-1): input and output prices are required"}},
+		{name: "bad_price_date", unmarshalErr: "prices[0].from"},
 	}
 	for _, tt := range tests {
 		t.Run("turn_state/"+tt.name, func(t *testing.T) {
 			sub, err := cm.Sub(component.NewIDWithName(metadata.Type, tt.name).String())
 			require.NoError(t, err)
 			cfg := NewFactory().CreateDefaultConfig()
+			if tt.unmarshalErr != "" {
+				err := sub.Unmarshal(cfg)
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.unmarshalErr)
+				return
+			}
 			require.NoError(t, sub.Unmarshal(cfg))
 			err = confmap.Validate(cfg)
 			if tt.wantErr != nil {
@@ -80,4 +102,41 @@ func TestDefaultConfigMatchesDesign(t *testing.T) {
 	assert.Equal(t, 5*time.Second, cfg.GapTimeout)
 	assert.Equal(t, 4096, cfg.ReorderWindow)
 	require.NoError(t, cfg.Validate())
+}
+
+// The configured prices come before the built-in ones: a model configured
+// is priced by its entries alone, by date; the others keep the built-in
+// prices unless builtin_prices is off.
+func TestPriceTable(t *testing.T) {
+	f := func(v float64) *float64 { return &v }
+	cfg := createDefaultConfig()
+	cfg.Prices = []PriceConfig{
+		{Provider: "deepseek-official", Model: "deepseek-v4-flash", Input: f(1), Output: f(2), Until: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)},
+		{Provider: "acme", Model: "acme-1", Input: f(3), CacheWrite: f(3.75), Output: f(15), From: time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)},
+	}
+	require.NoError(t, cfg.Validate())
+	tb, err := cfg.priceTable()
+	require.NoError(t, err)
+	may := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	july := time.Date(2026, 7, 1, 0, 0, 0, 0, time.UTC)
+	p, ok := tb.Lookup("deepseek-official", "deepseek-v4-flash", may)
+	require.True(t, ok)
+	assert.Equal(t, 1.0, p.Input)
+	assert.Equal(t, 1.0, p.CacheRead, "cache_read left out costs the input price")
+	_, ok = tb.Lookup("deepseek-official", "deepseek-v4-flash", july)
+	assert.False(t, ok, "a configured model is priced by its own entries only")
+	p, ok = tb.Lookup("deepseek-official", "deepseek-v4-pro", july)
+	require.True(t, ok, "built-in prices stay for the models not configured")
+	assert.Equal(t, 0.435, p.Input)
+	p, ok = tb.Lookup("acme", "acme-1", july)
+	require.True(t, ok)
+	assert.Equal(t, 3.75, p.CacheWrite)
+	_, ok = tb.Lookup("acme", "acme-1", may)
+	assert.False(t, ok, "no price before from")
+
+	cfg.BuiltinPrices = false
+	tb, err = cfg.priceTable()
+	require.NoError(t, err)
+	_, ok = tb.Lookup("deepseek-official", "deepseek-v4-pro", july)
+	assert.False(t, ok, "builtin_prices: false drops the built-in prices")
 }

@@ -77,6 +77,9 @@ type core struct {
 
 func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core, error) {
 	e := turnengine.New(cfg.engineConfig())
+	if prices, err := cfg.priceTable(); err == nil { // validated already
+		e.Metrics().SetPrices(prices)
+	}
 	c := &core{
 		cfg:    cfg,
 		logger: set.Logger,

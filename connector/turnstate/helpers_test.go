@@ -268,13 +268,14 @@ func batches(ld plog.Logs, n int) []plog.Logs {
 	return out
 }
 
-// replay is the direct path: the whole file through turnengine.Replay.
+// replay is the direct path: the whole file through turnengine.Replay,
+// with the connector's default engine settings (live steps).
 func replay(t *testing.T, path, fallback string) (*turnengine.Engine, ptrace.Traces) {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
-	e := turnengine.New(turnengine.Config{})
+	e := turnengine.New(createDefaultConfig().engineConfig())
 	require.NoError(t, turnengine.Replay(e, f, sessionlog.Options{}, fallback, epoch))
 	return e, turnengine.Traces(e.Drain())
 }
@@ -282,7 +283,12 @@ func replay(t *testing.T, path, fallback string) (*turnengine.Engine, ptrace.Tra
 // normalizeDangling erases the dangling cause, which differs between the
 // direct path (end_of_input) and the connector (shutdown), and regroups
 // spans into one ResourceSpans per resource, in first-seen order.
-func normalizeDangling(td ptrace.Traces) ptrace.Traces {
+func normalizeDangling(td ptrace.Traces) ptrace.Traces { return regroup(td, true) }
+
+// regroup puts the spans of each resource into one ResourceSpans, in
+// first-seen order: live steps go out in several batches per turn.
+// eraseCause: also erase the dangling cause.
+func regroup(td ptrace.Traces, eraseCause bool) ptrace.Traces {
 	out := ptrace.NewTraces()
 	byResource := map[string]ptrace.SpanSlice{}
 	rss := td.ResourceSpans()
@@ -303,7 +309,7 @@ func normalizeDangling(td ptrace.Traces) ptrace.Traces {
 			for k := 0; k < ss.Len(); k++ {
 				sp := spans.AppendEmpty()
 				ss.At(k).CopyTo(sp)
-				if _, ok := sp.Attributes().Get("dsh.dangling.cause"); ok {
+				if _, ok := sp.Attributes().Get("dsh.dangling.cause"); ok && eraseCause {
 					sp.Attributes().PutStr("dsh.dangling.cause", "*")
 					sp.Status().SetMessage("*")
 				}

@@ -251,10 +251,9 @@ func logAttributes(ld plog.Logs) map[string]string {
 }
 
 func TestSecurityNoContentByDefault(t *testing.T) {
-	dir := testcorpus.Dir(t)
 	checkedPayloads, checkedFiles := 0, 0
-	for _, rel := range testcorpus.Files(t) {
-		path := filepath.Join(dir, rel)
+	for _, l := range testcorpus.Logs(t) {
+		rel, path := l.Name, l.Path
 		texts, sessions := payloads(t, path)
 		if len(texts) == 0 {
 			continue

@@ -13,8 +13,8 @@ import (
 
 // The service creates two instances of turn_state — logs→traces and
 // logs→metrics — with the same *Config, and hands every logs batch to both
-// (collector-notes §6.2). They share one core, keyed by that pointer, so
-// each event is counted once (§6.3). The registry is the only state shared
+// (docs/design.md §9.2). They share one core, keyed by that pointer, so
+// each event is counted once (docs/design.md §9.3). The registry is the only state shared
 // beyond one core; registryMu comes first in the lock order (see core).
 var (
 	registryMu sync.Mutex

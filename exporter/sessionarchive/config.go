@@ -16,7 +16,7 @@ import (
 	"github.com/dshtrace/dshtrace/exporter/sessionarchive/internal/archive"
 )
 
-// Config is the session_archive exporter's configuration (DESIGN §6).
+// Config is the session_archive exporter's configuration (docs/design.md §8).
 type Config struct {
 	exporterhelper.TimeoutConfig `mapstructure:",squash"`                                 // key: timeout
 	QueueConfig                  configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`

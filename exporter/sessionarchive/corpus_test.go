@@ -130,13 +130,14 @@ func checkArchive(t testing.TB, root string, want expected) {
 	}
 }
 
-// replay runs a log file through a fresh engine, as dshtrace spans does.
+// replay runs a log file through a fresh engine, as dshtrace spans does,
+// with live steps as the turn_state connector emits them.
 func replay(t testing.TB, path, session string) ptrace.Traces {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
-	e := turnengine.New(turnengine.Config{})
+	e := turnengine.New(turnengine.Config{LiveSteps: true})
 	require.NoError(t, turnengine.Replay(e, f, sessionlog.Options{}, session, observed))
 	return turnengine.Traces(e.Drain())
 }
@@ -148,12 +149,12 @@ func replay(t testing.TB, path, session string) ptrace.Traces {
 // violations and no torn tail, and replays to the same spans — same ids —
 // as the corpus file itself.
 func TestCorpusArchive(t *testing.T) {
-	dir := testcorpus.Dir(t)
+	logs := testcorpus.Logs(t)
 	for _, compression := range []string{CompressionNone, CompressionZstd} {
-		for _, rel := range testcorpus.Files(t) {
-			t.Run(compression+"/"+rel, func(t *testing.T) {
+		for _, l := range logs {
+			t.Run(compression+"/"+l.Name, func(t *testing.T) {
 				t.Parallel()
-				path := filepath.Join(dir, rel)
+				path := l.Path
 				root := t.TempDir()
 				cfg := testConfig(root)
 				cfg.Compression = compression

@@ -1,6 +1,6 @@
-// Package sessionarchive is the session_archive exporter (DESIGN §6): it
+// Package sessionarchive is the session_archive exporter (docs/design.md §8): it
 // writes the session rows that reach it as log records (the session_event
-// receiver's contract, DESIGN §3) into a dsh session root — each session
+// receiver's contract, docs/design.md §3) into a dsh session root — each session
 // at --<project-key>--/<escaped-session-id>/session[.vN].jsonl[.zstd],
 // header first, rows in seq order, exactly the bytes received, each row
 // once across re-deliveries and restarts. The archive is itself a session

@@ -31,7 +31,7 @@ const (
 )
 
 // archiveExporter adapts the archive to the collector: it reads the log
-// records of the session_event contract (DESIGN §3) back into rows and
+// records of the session_event contract (docs/design.md §3) back into rows and
 // hands them to the archive, and gives up on what waited too long in the
 // background.
 type archiveExporter struct {

@@ -1,5 +1,5 @@
 // Package logrecord is the log-record contract between the session_event
-// receiver and the turn_state connector (DESIGN §3): how a physical row of
+// receiver and the turn_state connector (docs/design.md §3): how a physical row of
 // a session log becomes an OTLP log record, and how a record — ours, or one
 // of dsh's own OTLP log export — becomes session events again.
 package logrecord
@@ -162,11 +162,17 @@ func (t *Tracker) Append(lrs plog.LogRecordSlice, session string, row *sessionlo
 		} else if stepOpen && !first.HasTurn {
 			a.PutInt(AttrStep, openStep)
 		}
-		if first.CallID != "" && (first.Type == "tool/call" || first.Type == "tool/result" ||
-			first.Type == "tool/ptc-dispatch-start" || first.Type == "tool/ptc-dispatch" ||
-			first.Type == "tool/code-dispatch-start" || first.Type == "tool/code-dispatch") {
+		if pl.Kind == turnmodel.KindTool && pl.Spanned() && row.Kind == sessionlog.RowEvent {
+			// The call id of the span: a dispatch's own sub-call id.
+			if id := pl.CallID; pl.SubCallID != "" {
+				a.PutStr(AttrToolCallID, pl.SubCallID)
+			} else if id != "" {
+				a.PutStr(AttrToolCallID, id)
+			}
+		} else if first.CallID != "" && (first.Type == "tool/call" || first.Type == "tool/result") {
 			a.PutStr(AttrToolCallID, first.CallID)
 		}
+
 		lr.SetTraceID(trace)
 		lr.SetSpanID(span)
 		if severe(first) {
@@ -219,7 +225,7 @@ type idCache struct {
 
 // ids are the trace and span ids of the span an event was placed in.
 func (p *position) ids(pl turnmodel.Place) (pcommon.TraceID, pcommon.SpanID) {
-	if pl.Kind == turnmodel.KindNone {
+	if !pl.Spanned() {
 		return pcommon.TraceID{}, pcommon.SpanID{}
 	}
 	key := idKey(pl)

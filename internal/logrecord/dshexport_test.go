@@ -3,11 +3,11 @@ package logrecord
 import (
 	"encoding/json"
 	"errors"
-	"io"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -15,43 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
-	"github.com/dshtrace/dshtrace/sessionlog"
 )
-
-// logicalEvents decodes a file into its logical events' envelopes (packed
-// rows expanded), as dsh's own exporters see them.
-func logicalEvents(t *testing.T, path string) (session string, envs []map[string]any) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	dec, err := sessionlog.NewDecoder(f, sessionlog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dec.Close()
-	for {
-		row, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			return session, envs
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		if row.Header != nil {
-			session = row.Header.ID
-		}
-		for i := range row.Events {
-			var env map[string]any
-			if err := json.Unmarshal(row.Events[i].LogicalJSON(), &env); err != nil {
-				t.Fatal(err)
-			}
-			envs = append(envs, env)
-		}
-	}
-}
 
 // dsh v4's export: event name session-log, the envelope as JSON text in
 // attribute content; it gives the same spans as the file.
@@ -60,7 +24,7 @@ func TestDshV4Export(t *testing.T) {
 	for _, rel := range []string{"v4/snapshots/sdk/tool-error-details/session.v4.jsonl", "v4/snapshots/acp/cancel/session.v4.jsonl",
 		"v4/snapshots/sdk/max-tokens-continue/session.v4.jsonl", "v4/snapshots/session/error-finish/writer.expected.jsonl"} {
 		path := filepath.Join(dir, rel)
-		session, envs := logicalEvents(t, path)
+		session, envs := testlog.Envelopes(t, path)
 		ld := plog.NewLogs()
 		rl := ld.ResourceLogs().AppendEmpty()
 		rl.Resource().Attributes().PutStr("service.name", "dsh")
@@ -93,7 +57,7 @@ func TestDshV0Export(t *testing.T) {
 	for _, rel := range []string{"v0/examples/acp-agent/tests/snapshots/parallel-tool-calls/session.jsonl",
 		"v0/examples/acp-agent/tests/snapshots/code-mode-turn/session.jsonl", "v0/apps/web/tests/snapshots/goal-multi-turn-actions/session.jsonl"} {
 		path := filepath.Join(dir, rel)
-		session, envs := logicalEvents(t, path)
+		session, envs := testlog.Envelopes(t, path)
 		ld := plog.NewLogs()
 		rl := ld.ResourceLogs().AppendEmpty()
 		lrs := rl.ScopeLogs().AppendEmpty().LogRecords()

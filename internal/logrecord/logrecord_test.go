@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -104,9 +103,8 @@ func replay(t *testing.T, path, session string) ptrace.Traces {
 // to its row; read back, the records give exactly the spans of the direct
 // path; and every record's trace and span ids name a span of that output.
 func TestCorpusRoundTrip(t *testing.T) {
-	dir := testcorpus.Dir(t)
-	for _, rel := range testcorpus.Files(t) {
-		path := filepath.Join(dir, rel)
+	for _, l := range testcorpus.Logs(t) {
+		rel, path := l.Name, l.Path
 		raw, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)

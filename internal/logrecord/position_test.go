@@ -2,11 +2,9 @@ package logrecord
 
 import (
 	"encoding/json"
-	"errors"
-	"io"
-	"os"
-	"path/filepath"
 	"testing"
+
+	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/plogtest"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -15,47 +13,21 @@ import (
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
-// rowsOf decodes a file into its rows and final format.
-func rowsOf(t *testing.T, path string) ([]*sessionlog.Row, sessionlog.Format) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	dec, err := sessionlog.NewDecoder(f, sessionlog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dec.Close()
-	var rows []*sessionlog.Row
-	for {
-		row, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			return rows, dec.Format()
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows = append(rows, row)
-	}
-}
-
 // TestPositionSaveRestore: batches whose delivery failed are undone with
 // Restore, then appended again — through a JSON round trip of the saved
 // position, as a restarted receiver would — and the records equal those of
 // one uninterrupted pass, trace and span ids included.
 func TestPositionSaveRestore(t *testing.T) {
-	dir := testcorpus.Dir(t)
-	for _, rel := range testcorpus.Files(t) {
-		rows, f := rowsOf(t, filepath.Join(dir, rel))
+	for _, l := range testcorpus.Logs(t) {
+		rel := l.Name
+		rows := testlog.Rows(t, l.Path, "s")
 		const session = "s"
 
 		want := plog.NewLogs()
 		lrs := NewResourceLogs(want, session, nil)
 		tr := NewTracker(0)
 		for _, r := range rows {
-			tr.Append(lrs, session, r, f, now)
+			tr.Append(lrs, session, r.Row, r.Format, now)
 		}
 
 		got := plog.NewLogs()
@@ -67,7 +39,7 @@ func TestPositionSaveRestore(t *testing.T) {
 			// A failed delivery: appended, then undone.
 			scratch := plog.NewLogRecordSlice()
 			for _, r := range batch {
-				tr.Append(scratch, session, r, f, now)
+				tr.Append(scratch, session, r.Row, r.Format, now)
 			}
 			tr.Restore(session, saved)
 			// A restart in between: the position comes back from JSON.
@@ -82,7 +54,7 @@ func TestPositionSaveRestore(t *testing.T) {
 			tr = NewTracker(0)
 			tr.Restore(session, back)
 			for _, r := range batch {
-				tr.Append(glrs, session, r, f, now)
+				tr.Append(glrs, session, r.Row, r.Format, now)
 			}
 		}
 		if err := plogtest.CompareLogs(want, got); err != nil {

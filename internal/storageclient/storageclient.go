@@ -1,5 +1,5 @@
 // Package storageclient opens a component's client on a storage extension
-// named in its config (collector-notes §5.1), with the errors a user needs
+// named in its config (docs/design.md §9.1), with the errors a user needs
 // when the name is wrong.
 package storageclient
 

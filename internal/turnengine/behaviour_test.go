@@ -2,7 +2,6 @@ package turnengine
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -12,35 +11,25 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
+
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
-	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
 // loadInputs decodes a log into engine inputs.
 func loadInputs(t *testing.T, r io.Reader, session string) []Input {
 	t.Helper()
-	dec, err := sessionlog.NewDecoder(r, sessionlog.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dec.Close()
 	var out []Input
-	for {
-		row, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, row := range testlog.Read(t, r, session) {
 		for i := range row.Events {
-			out = append(out, Input{SessionID: session, Event: &row.Events[i], Format: dec.Format(), Header: dec.Header()})
+			out = append(out, Input{SessionID: session, Event: &row.Events[i], Format: row.Format, Header: row.Header})
 		}
 	}
+	return out
 }
 
 func loadFile(t *testing.T, path, session string) []Input {
@@ -65,8 +54,11 @@ func run(cfg Config, inputs []Input) (*Engine, ptrace.Traces) {
 // A turn's events may arrive in any batching and order within the reorder
 // window, and any number of times: the spans are the same, ids included.
 func TestDeterministicUnderRebatching(t *testing.T) {
-	dir := testcorpus.Dir(t)
 	files := []string{
+		"../../testdata/dialects/v4-tools.jsonl",
+		"../../testdata/dialects/v4-end-reasons.jsonl",
+		"../../testdata/dialects/v0-end-reasons.jsonl",
+		"../../testdata/dialects/wrap-streamjson.jsonl",
 		"v0/examples/acp-agent/tests/snapshots/parallel-tool-calls/session.jsonl",
 		"v0/apps/web/tests/snapshots/goal-multi-turn-actions/session.jsonl",
 		"v0/examples/acp-agent/tests/snapshots/code-mode-turn/session.jsonl",
@@ -74,7 +66,14 @@ func TestDeterministicUnderRebatching(t *testing.T) {
 		"wire/v0/examples/headless-agent/tests/snapshots/provider-retry/stream-json.expected.jsonl",
 	}
 	for _, rel := range files {
-		inputs := loadFile(t, filepath.Join(dir, rel), "s")
+		path := rel
+		if !strings.HasPrefix(rel, "../") {
+			if !testcorpus.Available() {
+				continue // a corpus file, and no corpus: our own logs still run
+			}
+			path = testcorpus.Path(t, rel)
+		}
+		inputs := loadFile(t, path, "s")
 		_, want := run(Config{}, inputs)
 		rng := rand.New(rand.NewPCG(1, uint64(len(inputs))))
 		for trial := 0; trial < 20; trial++ {

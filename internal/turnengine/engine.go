@@ -33,8 +33,17 @@ type Config struct {
 	// MaxAttributeValues caps distinct model, tool and event-type values in
 	// metrics; the rest are reported as "other".
 	MaxAttributeValues int
+	// LiveSteps emits each step's spans (the step, its model calls and
+	// tool calls) as soon as the step ends, and the turn's root at its end:
+	// a long turn is visible while it runs, and the engine does not hold
+	// its finished steps. Off, a turn's spans go out together at its end.
+	LiveSteps bool
+	// Observer is told what the engine sees (events, violations, closed
+	// turns, live step fragments, late closes); nil: the engine's own
+	// Metrics (Engine.Metrics).
+	Observer Observer
 	// KeepInherited rebuilds a fork's inherited prefix (the events before
-	// the header's seedLength, §10.5) into turns like the session's own, as
+	// the header's seedLength, docs/format.md §11.5) into turns like the session's own, as
 	// an outline of the whole log wants. Off, they are skipped: their spans
 	// are the parent session's.
 	KeepInherited bool
@@ -131,15 +140,33 @@ type Engine struct {
 	names     map[string]string   // see name
 	tombs     map[string]*dangled // the dangling turns of evicted sessions
 	stats     Stats
-	metrics   *Metrics
+	obs       Observer
+	metrics   *Metrics // the observer, when it is Metrics
+}
+
+// Observer is told, in order and with the arrival time, what the engine
+// sees: each event applied (once; not those re-applied after a Resume),
+// each invariant violation, and each turn it closes — a whole turn, a live
+// step fragment (Turn.Fragment) or a late close (Turn.Late) — before Drain
+// hands it out. Metrics is one; the engine keeps no aggregate of its own
+// beyond Stats.
+type Observer interface {
+	Event(eventType string, now time.Time)
+	Violation(code string, now time.Time)
+	Closed(t *Turn, now time.Time)
 }
 
 // New returns an empty engine.
 func New(cfg Config) *Engine {
 	cfg = cfg.withDefaults()
-	m := newMetrics()
-	m.SetMaxValues(cfg.MaxAttributeValues)
+	obs := cfg.Observer
+	m, _ := obs.(*Metrics)
+	if obs == nil {
+		m = NewMetrics(cfg.MaxAttributeValues)
+		obs = m
+	}
 	return &Engine{
+		obs:      obs,
 		cfg:      cfg,
 		sessions: map[string]*session{},
 		lru:      list.New(),
@@ -171,16 +198,16 @@ func (e *Engine) OpenTurns() int { return e.open.Len() }
 // Sessions is the number of sessions the engine tracks.
 func (e *Engine) Sessions() int { return len(e.sessions) }
 
-// Metrics is the engine's cumulative metric state.
+// Metrics is the engine's cumulative metric state: its observer, when
+// that is Metrics (the default); nil otherwise.
 func (e *Engine) Metrics() *Metrics { return e.metrics }
 
 // RecordViolation counts a violation the caller found outside the engine —
 // a problem decoding a row — in Stats.Violations and dsh.session.violations,
 // beside those the engine's own validation finds.
 func (e *Engine) RecordViolation(code string, now time.Time) {
-	e.metrics.now = now
 	e.stats.Violations++
-	e.metrics.RecordViolation(code)
+	e.obs.Violation(code, now)
 }
 
 // Drain returns the turns closed since the last Drain, in closing order.
@@ -194,7 +221,6 @@ func (e *Engine) Drain() []*Turn {
 // session are applied in seq order: an early event waits (bounded) for the
 // missing ones, a repeated seq is dropped.
 func (e *Engine) Ingest(in Input, now time.Time) {
-	e.metrics.now = now
 	s := e.session(in.SessionID, now)
 	if in.Header != nil {
 		s.header = in.Header
@@ -278,7 +304,6 @@ func (e *Engine) drainBuffer(s *session, now time.Time) {
 // than GapTimeout are skipped, turns silent for DanglingTimeout are closed
 // as dangling.
 func (e *Engine) Sweep(now time.Time) {
-	e.metrics.now = now
 	for s := range e.gaps {
 		if now.Sub(s.gapSince) >= e.cfg.GapTimeout {
 			s.gapSince = time.Time{}
@@ -301,7 +326,6 @@ func (e *Engine) Sweep(now time.Time) {
 // Flush applies every buffered event (skipping gaps) and closes every open
 // turn as dangling with cause; used at shutdown and at the end of a file.
 func (e *Engine) Flush(cause string, now time.Time) {
-	e.metrics.now = now
 	for s := range e.gaps {
 		for len(s.buf) > 0 {
 			s.gapSince = time.Time{}
@@ -371,7 +395,7 @@ func (e *Engine) closeDangling(s *session, cause string, now time.Time) {
 	}
 	e.stats.Dangling[cause]++
 	t := s.turn.t
-	s.closeTurn(sessionlog.Reason{Kind: "dangling"}, cause, s.turn.lastTime, -1)
+	s.closeTurn(sessionlog.Reason{Kind: "dangling"}, cause, s.turn.lastTime, -1, now)
 	s.cur.CloseTurn() // its later events are late
 	s.rememberDangling(t, now)
 }
@@ -386,17 +410,15 @@ func (e *Engine) turnOpened(s *session, now time.Time) {
 }
 
 // turnClosed records a closed turn.
-func (e *Engine) turnClosed(s *session, t *Turn) {
+func (e *Engine) turnClosed(s *session, t *Turn, now time.Time) {
 	if s.openElem != nil {
 		e.open.Remove(s.openElem)
 		s.openElem = nil
 	}
-	if t.Late != nil {
-		e.metrics.recordLateClose(t)
-	} else {
+	if t.Late == nil {
 		e.stats.TurnsClosed++
-		e.metrics.recordTurn(t)
 	}
+	e.obs.Closed(t, now)
 	e.closed = append(e.closed, t)
 }
 

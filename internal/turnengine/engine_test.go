@@ -86,12 +86,12 @@ func checkTree(t *testing.T, name string, td ptrace.Traces) {
 	}
 }
 
-// Every corpus file maps with zero violations and well-formed traces; each
-// turn the checker counts becomes one trace.
+// Every log — the repository's own and the corpus's — maps with zero
+// violations and well-formed traces; each turn the checker counts becomes
+// one trace.
 func TestCorpusMaps(t *testing.T) {
-	dir := testcorpus.Dir(t)
-	for _, rel := range testcorpus.Files(t) {
-		path := filepath.Join(dir, rel)
+	for _, l := range testcorpus.Logs(t) {
+		rel, path := l.Name, l.Path
 		e, turns := replayFile(t, path, Config{})
 		st := e.Stats()
 		if st.Violations != 0 {
@@ -105,7 +105,7 @@ func TestCorpusMaps(t *testing.T) {
 		}
 		want := 0
 		for _, tn := range rep.Turns {
-			// Turns a fork inherited are its parent's: not emitted again (§10.5).
+			// Turns a fork inherited are its parent's: not emitted again (docs/format.md §11.5).
 			if h := rep.Header; h == nil || !h.HasSeedLength || tn.StartSeq >= h.SeedLength {
 				want++
 			}
@@ -133,6 +133,8 @@ var goldenCases = []struct {
 	name, path string
 }{
 	{"seed-sample", "../../testdata/seed/sample.jsonl"},
+	{"v0-end-reasons", "../../testdata/dialects/v0-end-reasons.jsonl"},
+	{"v4-end-reasons", "../../testdata/dialects/v4-end-reasons.jsonl"},
 	{"v0-parallel-tool-calls", "v0/examples/acp-agent/tests/snapshots/parallel-tool-calls/session.jsonl"},
 	{"v0-error-finish", "v0/examples/acp-agent/tests/snapshots/error-finish/session.jsonl"},
 	{"v0-cancel", "v0/examples/acp-agent/tests/snapshots/cancel/session.jsonl"},
@@ -146,16 +148,16 @@ var goldenCases = []struct {
 	{"v4-max-tokens-continue", "v4/snapshots/sdk/max-tokens-continue/session.v4.jsonl"},
 }
 
-// Golden traces and metrics for our own sample and a set of corpus files.
-// Regenerate with `go test ./internal/turnengine -run Golden -update`, and
-// read the diff against the log before accepting it.
+// Golden traces and metrics for our own logs and a set of corpus files
+// (those skip without a corpus). Regenerate with `go test
+// ./internal/turnengine -run Golden -update`, and read the diff against the
+// log before accepting it.
 func TestGolden(t *testing.T) {
-	dir := testcorpus.Dir(t)
 	for _, c := range goldenCases {
 		t.Run(c.name, func(t *testing.T) {
 			path := c.path
 			if !strings.HasPrefix(path, "../") {
-				path = filepath.Join(dir, path)
+				path = testcorpus.Path(t, path)
 			}
 			e, turns := replayFile(t, path, Config{})
 			td := Traces(turns)

@@ -91,7 +91,7 @@ func (s *session) late(ev *sessionlog.Event, now time.Time) bool {
 			d.closers = append(d.closers, SpanEvent{Name: "dsh.step.end", Time: ev.Time, Seq: ev.Seq, Attrs: []Attr{{"dsh.step", ev.Step}}})
 		}
 	case "turn/end":
-		s.closeLate(d.number, d.agent, ev, &LateClose{DanglingCause: d.cause, DanglingEnd: d.end, After: now.Sub(d.at), Closers: d.closers})
+		s.closeLate(d.number, d.agent, ev, now, &LateClose{DanglingCause: d.cause, DanglingEnd: d.end, After: now.Sub(d.at), Closers: d.closers})
 		s.dangled = nil
 	default:
 		return false
@@ -103,22 +103,22 @@ func (s *session) late(ev *sessionlog.Event, now time.Time) bool {
 // session it joined after its start (a restart without a journal; a stream
 // joined late): the turn's trace, if a collector before this one emitted
 // it, learns how it ended. It reports whether the event was taken.
-func (s *session) orphanEnd(ev *sessionlog.Event) bool {
+func (s *session) orphanEnd(ev *sessionlog.Event, now time.Time) bool {
 	if ev.Type != "turn/end" || !ev.HasTurn || ev.Turn <= 0 || s.turn != nil || s.firstSeq <= 0 {
 		return false
 	}
-	s.closeLate(ev.Turn, s.agent(), ev, &LateClose{DanglingCause: "unknown"})
+	s.closeLate(ev.Turn, s.agent(), ev, now, &LateClose{DanglingCause: "unknown"})
 	return true
 }
 
-func (s *session) closeLate(number int64, agent string, ev *sessionlog.Event, lc *LateClose) {
+func (s *session) closeLate(number int64, agent string, ev *sessionlog.Event, now time.Time, lc *LateClose) {
 	t := &Turn{SessionID: s.id, Number: number, Agent: agent, Reason: ownReason(ev.Reason),
 		StartTime: lc.DanglingEnd, EndTime: ev.Time, LoggedEndTime: ev.Time, StartSeq: ev.Seq, EndSeq: ev.Seq, Late: lc}
 	if lc.DanglingEnd == 0 || t.EndTime < t.StartTime {
 		t.StartTime = t.EndTime
 	}
 	s.e.stats.ClosedLate++
-	s.e.turnClosed(s, t)
+	s.e.turnClosed(s, t, now)
 }
 
 // ownedAttrs copies attribute values out of their row, dropping empty
@@ -208,6 +208,7 @@ func init() {
 
 // recordLateClose counts a late close by its real end reason and how the
 // turn had dangled.
-func (m *Metrics) recordLateClose(t *Turn) {
-	m.add(MetricTurnsClosedLate, 1, attrs(kv{"dsh.turn.end_reason", reasonKind(t)}, kv{"dsh.dangling.cause", t.Late.DanglingCause}))
+func (m *Metrics) recordLateClose(t *Turn, now time.Time) {
+	m.add(MetricTurnsClosedLate, 1, attrs(kv{"dsh.turn.end_reason", reasonKind(t)}, kv{"dsh.dangling.cause", t.Late.DanglingCause},
+		kv{"gen_ai.agent.name", m.capped("agent", t.Agent)}), now)
 }

@@ -15,7 +15,7 @@ import (
 // outcome for call_w, call_n never started, step/end, turn/end
 // interrupted), then turn 2 ran.
 func crashRepaired(t *testing.T) []Input {
-	for _, p := range testcorpus.Dialects(t) {
+	for _, p := range testcorpus.Testdata(t) {
 		if filepath.Base(p) == "crash-repaired.jsonl" {
 			return loadFile(t, p, "s")
 		}
@@ -139,7 +139,7 @@ func TestLateCloseAfterEviction(t *testing.T) {
 			e.Ingest(x, epoch)
 		}
 	}
-	other := loadFile(t, filepath.Join(filepath.Dir(testcorpus.Dialects(t)[0]), "v4-tools.jsonl"), "other")
+	other := loadFile(t, filepath.Join(filepath.Dir(testcorpus.Testdata(t)[0]), "v4-tools.jsonl"), "other")
 	e.Ingest(other[0], epoch.Add(time.Second)) // evicts s: its turn dangles, cause evicted
 	first, _ := lateCloses(e.Drain())
 	if len(first) != 0 {

@@ -19,7 +19,11 @@ type eventSource struct {
 	step    int64
 	phase   int
 	steps   int64 // steps per turn
+	done    int64 // steps of the current turn ended so far
 }
+
+// finishedSteps is how many steps of the current turn have ended.
+func (s *eventSource) finishedSteps() int64 { return s.done }
 
 func newEventSource(session string, stepsPerTurn int64) *eventSource {
 	s := &eventSource{dec: sessionlog.NewRowDecoder(0, 0), session: session, steps: stepsPerTurn}
@@ -38,7 +42,7 @@ func (s *eventSource) next() *sessionlog.Event {
 	switch s.phase {
 	case 0:
 		s.turn++
-		s.step = 0
+		s.step, s.done = 0, 0
 		line = fmt.Sprintf(`{"type":"turn/start","seq":%d,"time":%d,"data":{"turn":%d}}`, s.seq, t, s.turn)
 	case 1:
 		s.step++
@@ -51,6 +55,7 @@ func (s *eventSource) next() *sessionlog.Event {
 		line = fmt.Sprintf(`{"type":"tool/result","seq":%d,"time":%d,"data":{"turn":%d,"step":%d,"message":{"id":"r%d","role":"tool","toolCallId":"c%d","content":[{"type":"text","text":"ok"}],"source":{"kind":"tool","callId":"c%d"}}},"sourceEventSeqs":[%d],"surfaceOp":"append"}`, s.seq, t, s.turn, s.step, s.seq, s.seq-2, s.seq-2, s.seq-1)
 	case 5:
 		line = fmt.Sprintf(`{"type":"step/end","seq":%d,"time":%d,"data":{"turn":%d,"step":%d}}`, s.seq, t, s.turn, s.step)
+		s.done++
 	case 6:
 		line = fmt.Sprintf(`{"type":"turn/end","seq":%d,"time":%d,"data":{"turn":%d,"reason":{"kind":"completed"}}}`, s.seq, t, s.turn)
 	}

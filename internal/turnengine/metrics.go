@@ -5,11 +5,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dshtrace/dshtrace/internal/pricing"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
-// Metric names (DESIGN §5).
+// Metric names. The gen_ai.* ones follow the OpenTelemetry GenAI semantic
+// conventions v0.1.0 (README, "Conventions"); the token counters stay
+// dsh.* while the conventions' token metrics are still being reworked.
 const (
 	MetricTurns             = "dsh.turns"
 	MetricTurnDuration      = "dsh.turn.duration"
@@ -17,13 +21,26 @@ const (
 	MetricTurnsOpen         = "dsh.turns.open"
 	MetricUsageTokens       = "dsh.usage.tokens"
 	MetricReasoningTokens   = "dsh.usage.reasoning_tokens"
-	MetricClientTokenUsage  = "gen_ai.client.token.usage"
-	MetricClientDuration    = "gen_ai.client.operation.duration"
-	MetricClientFirstChunk  = "gen_ai.client.operation.time_to_first_chunk"
+	MetricUsageCost         = "dsh.usage.cost"
+	MetricInferenceDuration = "gen_ai.client.inference.duration"
+	MetricInferenceTTFC     = "gen_ai.client.inference.time_to_first_chunk"
+	MetricAgentDuration     = "gen_ai.invoke_agent.duration"
+	MetricAgentInferences   = "gen_ai.invoke_agent.inference_calls"
+	MetricAgentToolCalls    = "gen_ai.invoke_agent.tool_calls"
 	MetricToolCalls         = "dsh.tool.calls"
-	MetricToolDuration      = "dsh.tool.duration"
+	MetricToolDuration      = "gen_ai.execute_tool.duration"
 	MetricSessionEvents     = "dsh.session.events"
 	MetricSessionViolations = "dsh.session.violations"
+)
+
+// Token types of dsh.usage.tokens and dsh.usage.cost: disjoint, so that
+// they add up — uncached_input + cache_read + cache_write is what the
+// spans call gen_ai.usage.input_tokens.
+const (
+	TokenUncachedInput = "uncached_input"
+	TokenCacheRead     = "cache_read"
+	TokenCacheWrite    = "cache_write"
+	TokenOutput        = "output"
 )
 
 // OtherValue replaces attribute values beyond the cardinality cap.
@@ -31,8 +48,8 @@ const OtherValue = "other"
 
 var (
 	durationBounds = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92, 163.84, 327.68, 655.36, 1310.72}
-	tokenBounds    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
 	stepBounds     = []float64{1, 2, 3, 5, 8, 13, 21, 34, 55, 89}
+	callBounds     = []float64{1, 2, 4, 8, 16, 32, 64, 128, 256, 512}
 )
 
 type metricKind int
@@ -40,6 +57,7 @@ type metricKind int
 const (
 	kindCounter metricKind = iota
 	kindHistogram
+	kindDoubleCounter
 )
 
 type metricDef struct {
@@ -52,13 +70,16 @@ var metricDefs = []metricDef{
 	{MetricTurns, "Turns closed, by TurnEndReason kind (dangling for turns dsh never closed).", "{turn}", kindCounter, nil},
 	{MetricTurnDuration, "Turn wall time, turn/start to turn/end.", "s", kindHistogram, durationBounds},
 	{MetricTurnSteps, "Steps per turn.", "{step}", kindHistogram, stepBounds},
-	{MetricUsageTokens, "Tokens spent, disjoint by type (input is uncached prompt tokens).", "{token}", kindCounter, nil},
+	{MetricAgentDuration, "Agent invocation (turn) duration, turn/start to turn/end.", "s", kindHistogram, durationBounds},
+	{MetricAgentInferences, "Model calls per agent invocation (turn).", "{inference_call}", kindHistogram, callBounds},
+	{MetricAgentToolCalls, "Tool calls per agent invocation (turn).", "{tool_call}", kindHistogram, callBounds},
+	{MetricUsageTokens, "Tokens spent, disjoint by type: uncached_input, cache_read and cache_write add up to the prompt; output.", "{token}", kindCounter, nil},
 	{MetricReasoningTokens, "Reasoning tokens reported by the provider (a part of output tokens).", "{token}", kindCounter, nil},
-	{MetricClientTokenUsage, "Tokens per model call (input: prompt incl. cached; output).", "{token}", kindHistogram, tokenBounds},
-	{MetricClientDuration, "Model call duration.", "s", kindHistogram, durationBounds},
-	{MetricClientFirstChunk, "Time from the model request to its first non-empty chunk.", "s", kindHistogram, durationBounds},
+	{MetricUsageCost, "Cost of model calls in USD, by the same disjoint token types, for models the price table knows.", "{USD}", kindDoubleCounter, nil},
+	{MetricInferenceDuration, "Model call (inference) duration.", "s", kindHistogram, durationBounds},
+	{MetricInferenceTTFC, "Time from the model request to its first non-empty chunk.", "s", kindHistogram, durationBounds},
 	{MetricToolCalls, "Tool calls by outcome.", "{call}", kindCounter, nil},
-	{MetricToolDuration, "Tool call latency, tool/call to tool/result.", "s", kindHistogram, durationBounds},
+	{MetricToolDuration, "Tool execution duration, tool/call to tool/result.", "s", kindHistogram, durationBounds},
 	{MetricSessionEvents, "Session events seen, each once.", "{event}", kindCounter, nil},
 	{MetricSessionViolations, "Format invariant violations seen.", "{violation}", kindCounter, nil},
 }
@@ -83,7 +104,8 @@ type point struct {
 	attrs attrSet
 	start time.Time
 	// counter
-	value int64
+	value  int64
+	fvalue float64
 	// histogram
 	counts    []uint64
 	count     uint64
@@ -102,23 +124,56 @@ type exemplar struct {
 // maxExemplars per histogram point per flush.
 const maxExemplars = 4
 
-// Metrics holds the cumulative aggregates the engine emits (DESIGN §5).
+// Metrics holds the cumulative aggregates the engine emits (docs/design.md §5).
 type Metrics struct {
 	maxValues int
 	admitted  map[string]map[string]struct{}
 	series    map[string]map[string]*point // metric name → attribute key → point
 	defs      map[string]*metricDef
-	now       time.Time
 	keyBuf    []byte
 	// eventPoints maps a raw event type to its dsh.session.events point
 	// (after the cap), so counting an event is one lookup.
 	eventPoints map[string]*point
+	// prices prices the model calls of each turn recorded.
+	prices *pricing.Table
+}
+
+// The Metrics are an Observer of the engine: they aggregate what it sees.
+var _ Observer = (*Metrics)(nil)
+
+// Event counts an event applied (dsh.session.events).
+func (m *Metrics) Event(eventType string, now time.Time) { m.recordEvent(eventType, now) }
+
+// Violation counts an invariant violation (dsh.session.violations).
+func (m *Metrics) Violation(code string, now time.Time) { m.recordViolation(code, now) }
+
+// Closed aggregates what the engine closed: a turn (priced first, so that
+// the spans rendered from it carry the cost the metrics count), a live
+// step fragment (priced into its turn's totals; counted unless Replayed),
+// or a late close.
+func (m *Metrics) Closed(t *Turn, now time.Time) {
+	switch {
+	case t.Late != nil:
+		m.recordLateClose(t, now)
+	case t.Fragment:
+		m.recordFragment(t, now)
+	default:
+		m.recordTurn(t, now)
+	}
+}
+
+// NewMetrics returns empty metrics capping each dimension at maxValues
+// distinct values (the default when 0), pricing with the built-in table.
+func NewMetrics(maxValues int) *Metrics {
+	m := newMetrics()
+	m.SetMaxValues(maxValues)
+	return m
 }
 
 func newMetrics() *Metrics {
 	m := &Metrics{maxValues: 100, admitted: map[string]map[string]struct{}{},
 		series: map[string]map[string]*point{}, defs: map[string]*metricDef{},
-		eventPoints: map[string]*point{}}
+		eventPoints: map[string]*point{}, prices: defaultPrices}
 	for i, d := range metricDefs {
 		m.series[d.name] = map[string]*point{}
 		m.defs[d.name] = &metricDefs[i]
@@ -133,6 +188,13 @@ func (m *Metrics) SetMaxValues(n int) {
 		clear(m.eventPoints)
 	}
 }
+
+// defaultPrices are the built-in prices, shared by every engine.
+var defaultPrices = pricing.Default()
+
+// SetPrices replaces the price table (the built-in DeepSeek prices by
+// default); nil prices nothing.
+func (m *Metrics) SetPrices(t *pricing.Table) { m.prices = t }
 
 // capped admits a value of a capped dimension, or returns OtherValue.
 func (m *Metrics) capped(dim, value string) string {
@@ -152,7 +214,7 @@ func (m *Metrics) capped(dim, value string) string {
 	return value
 }
 
-func (m *Metrics) point(name string, a attrSet) *point {
+func (m *Metrics) point(name string, a attrSet, now time.Time) *point {
 	buf := m.keyBuf[:0]
 	for _, p := range a.kv[:a.n] {
 		buf = append(buf, p.k...)
@@ -168,17 +230,17 @@ func (m *Metrics) point(name string, a attrSet) *point {
 	for i := range a.kv[:a.n] { // kept: no views into rows
 		a.kv[i].v = strings.Clone(a.kv[i].v)
 	}
-	p := &point{attrs: a, start: m.now}
+	p := &point{attrs: a, start: now}
 	series[string(buf)] = p
 	return p
 }
 
-func (m *Metrics) add(name string, n int64, a attrSet) {
-	m.point(name, a).value += n
+func (m *Metrics) add(name string, n int64, a attrSet, now time.Time) {
+	m.point(name, a, now).value += n
 }
 
-func (m *Metrics) observe(name string, v float64, ex exemplar, a attrSet) {
-	p := m.point(name, a)
+func (m *Metrics) observe(name string, v float64, ex exemplar, a attrSet, now time.Time) {
+	p := m.point(name, a, now)
 	bounds := m.defs[name].bounds
 	if p.counts == nil {
 		p.counts = make([]uint64, len(bounds)+1)
@@ -198,12 +260,12 @@ func (m *Metrics) observe(name string, v float64, ex exemplar, a attrSet) {
 	}
 }
 
-func (m *Metrics) recordEvent(typ string) {
+func (m *Metrics) recordEvent(typ string, now time.Time) {
 	if p := m.eventPoints[typ]; p != nil {
 		p.value++
 		return
 	}
-	p := m.point(MetricSessionEvents, attrs(kv{"event.type", m.capped("event.type", typ)}))
+	p := m.point(MetricSessionEvents, attrs(kv{"event.type", m.capped("event.type", typ)}), now)
 	p.value++
 	// Types past the cap share the "other" point; remember a bounded
 	// number of raw types, so that hostile input cannot grow the map.
@@ -212,9 +274,9 @@ func (m *Metrics) recordEvent(typ string) {
 	}
 }
 
-// RecordViolation counts one invariant violation by its code.
-func (m *Metrics) RecordViolation(code string) {
-	m.add(MetricSessionViolations, 1, attrs(kv{"dsh.violation", code}))
+// recordViolation counts one invariant violation by its code.
+func (m *Metrics) recordViolation(code string, now time.Time) {
+	m.add(MetricSessionViolations, 1, attrs(kv{"dsh.violation", code}), now)
 }
 
 func seconds(ms int64) float64 { return float64(ms) / 1000 }
@@ -222,32 +284,108 @@ func seconds(ms int64) float64 { return float64(ms) / 1000 }
 func msToNanos(ms int64) int64 { return ms * int64(time.Millisecond) }
 
 // recordTurn aggregates a closed turn: its outcome, its model calls and its
-// tool calls.
-func (m *Metrics) recordTurn(t *Turn) {
+// tool calls. It prices the turn first (Attempt.Cost, Turn.Cost), so that
+// the spans rendered from it afterwards carry the cost the metrics count.
+// The steps of it emitted live were priced and counted then (live.go).
+func (m *Metrics) recordTurn(t *Turn, now time.Time) {
+	priceSteps(m.prices, t, t.Steps)
 	reason := reasonKind(t)
 	errType := ""
 	if t.Reason.Failure != nil {
 		errType = t.Reason.Failure.Code
 	}
 	trace := TraceID(t.SessionID, t.Number)
-	m.add(MetricTurns, 1, attrs(kv{"dsh.turn.end_reason", reason}, kv{"gen_ai.agent.name", m.capped("agent", t.Agent)}, kv{"error.type", errType}))
+	agent := kv{"gen_ai.agent.name", m.capped("agent", t.Agent)}
+	m.add(MetricTurns, 1, attrs(kv{"dsh.turn.end_reason", reason}, agent, kv{"error.type", errType}), now)
 	ex := exemplar{traceID: trace, spanID: TurnSpanID(t.SessionID, t.Number), at: msToNanos(t.EndTime)}
 	byReason := attrs(kv{"dsh.turn.end_reason", reason})
-	m.observe(MetricTurnDuration, seconds(t.EndTime-t.StartTime), ex, byReason)
-	m.observe(MetricTurnSteps, float64(len(t.Steps)), ex, byReason)
+	m.observe(MetricTurnDuration, seconds(t.EndTime-t.StartTime), ex, byReason, now)
+	m.observe(MetricTurnSteps, float64(t.NumSteps()), ex, byReason, now)
+	agentErr := ""
+	if turnFailed(reason) {
+		agentErr = errType
+		if agentErr == "" {
+			agentErr = reason
+		}
+	}
+	op := kv{"gen_ai.operation.name", "invoke_agent"}
+	m.observe(MetricAgentDuration, seconds(t.EndTime-t.StartTime), ex, attrs(op, agent, kv{"error.type", agentErr}), now)
+	// The steps emitted live were counted when they went out.
+	inferences, tools := t.liveInferences, t.liveTools
 	for _, st := range t.Steps {
+		inferences += len(st.Attempts)
+		tools += len(st.Tools)
 		for _, a := range st.Attempts {
-			m.recordAttempt(t, st, a, trace)
+			m.recordAttempt(t, st, a, trace, now)
 		}
 		for _, tc := range st.Tools {
-			m.recordTool(t, st, tc, trace)
+			m.recordTool(t, st, tc, trace, now)
+		}
+	}
+	m.observe(MetricAgentInferences, float64(inferences), ex, attrs(op, agent), now)
+	m.observe(MetricAgentToolCalls, float64(tools), ex, attrs(op, agent), now)
+}
+
+// turnFailed reports whether a turn's end reason is a failure: its span's
+// status is an error.
+func turnFailed(reason string) bool {
+	return reason == "error" || reason == "interrupted" || reason == "dangling"
+}
+
+// priceSteps sets the cost of every model call of steps (of turn t) that
+// reported usage and whose provider and model prices knows, at the turn's
+// start time, and adds them to the turn's total.
+func priceSteps(prices *pricing.Table, t *Turn, steps []*Step) {
+	at := time.UnixMilli(t.StartTime).UTC()
+	for _, st := range steps {
+		for _, a := range st.Attempts {
+			a.Cost, a.Priced = pricing.Cost{}, false
+			if a.Usage == nil {
+				continue
+			}
+			p, ok := prices.Lookup(a.Provider, a.Model, at)
+			if !ok {
+				t.UnpricedCalls++
+				continue
+			}
+			a.Cost = p.Of(pricing.Usage{Input: a.Usage.InputTokens, CacheRead: a.Usage.CacheReadTokens,
+				CacheWrite: a.Usage.CacheWriteTokens, Output: a.Usage.OutputTokens})
+			a.Priced = true
+			t.Cost = t.Cost.Add(a.Cost)
+			t.PricedCalls++
 		}
 	}
 }
 
-func (m *Metrics) recordAttempt(t *Turn, st *Step, a *Attempt, trace pcommon.TraceID) {
+// finishReason is a model call's finish reason for
+// gen_ai.response.finish_reasons, in the conventions' values: dsh's stop,
+// tool-calls and max-tokens are stop, tool_call and length; an error or
+// aborted stream, and a generation that ended with no finish and no
+// committed message (cut off), ended abnormally: error. Other kinds pass
+// as dsh names them; a committed message without a finish has none.
+func finishReason(a *Attempt) string {
+	switch a.FinishKind {
+	case "":
+		if !a.Committed {
+			return "error"
+		}
+		return ""
+	case "stop":
+		return "stop"
+	case "tool-calls":
+		return "tool_call"
+	case "max-tokens":
+		return "length"
+	case "error", "aborted":
+		return "error"
+	}
+	return a.FinishKind
+}
+
+func (m *Metrics) recordAttempt(t *Turn, st *Step, a *Attempt, trace pcommon.TraceID, now time.Time) {
 	provider := kv{"gen_ai.provider.name", m.capped("provider", a.Provider)}
 	model := kv{"gen_ai.request.model", m.capped("model", a.Model)}
+	op := kv{"gen_ai.operation.name", "chat"}
 	ex := exemplar{traceID: trace, spanID: ChatSpanID(t.SessionID, t.Number, st.Number, a.Index), at: msToNanos(a.EndTime)}
 	errType := ""
 	if a.Failed() {
@@ -256,36 +394,53 @@ func (m *Metrics) recordAttempt(t *Turn, st *Step, a *Attempt, trace pcommon.Tra
 			errType = a.Failure.Code
 		}
 	}
-	m.observe(MetricClientDuration, seconds(a.EndTime-a.StartTime), ex,
-		attrs(kv{"gen_ai.operation.name", "chat"}, provider, model, kv{"error.type", errType}))
+	m.observe(MetricInferenceDuration, seconds(a.EndTime-a.StartTime), ex,
+		attrs(op, provider, model, kv{"error.type", errType}), now)
 	if a.HasFirstChunk {
-		m.observe(MetricClientFirstChunk, seconds(a.FirstChunkTime-a.StartTime), ex, attrs(provider, model))
+		m.observe(MetricInferenceTTFC, seconds(a.FirstChunkTime-a.StartTime), ex, attrs(op, provider, model), now)
 	}
 	if u := a.Usage; u != nil {
 		for _, tt := range [...]struct {
-			typ string
-			n   int64
-		}{{"input", u.InputTokens}, {"cache_read", u.CacheReadTokens}, {"cache_write", u.CacheWriteTokens}, {"output", u.OutputTokens}} {
+			typ  string
+			n    int64
+			cost float64
+		}{{TokenUncachedInput, u.InputTokens, a.Cost.Input}, {TokenCacheRead, u.CacheReadTokens, a.Cost.CacheRead},
+			{TokenCacheWrite, u.CacheWriteTokens, a.Cost.CacheWrite}, {TokenOutput, u.OutputTokens, a.Cost.Output}} {
 			if tt.n > 0 {
-				m.add(MetricUsageTokens, tt.n, attrs(kv{"gen_ai.token.type", tt.typ}, provider, model))
+				typ := kv{"gen_ai.token.type", tt.typ}
+				m.add(MetricUsageTokens, tt.n, attrs(typ, provider, model), now)
+				if a.Priced {
+					m.point(MetricUsageCost, attrs(typ, provider, model), now).fvalue += tt.cost
+				}
 			}
 		}
 		if u.ReasoningTokens > 0 {
-			m.add(MetricReasoningTokens, u.ReasoningTokens, attrs(provider, model))
+			m.add(MetricReasoningTokens, u.ReasoningTokens, attrs(provider, model), now)
 		}
-		m.observe(MetricClientTokenUsage, float64(u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens), ex,
-			attrs(kv{"gen_ai.token.type", "input"}, provider, model))
-		m.observe(MetricClientTokenUsage, float64(u.OutputTokens), ex, attrs(kv{"gen_ai.token.type", "output"}, provider, model))
 	}
 }
 
-func (m *Metrics) recordTool(t *Turn, st *Step, tc *ToolCall, trace pcommon.TraceID) {
+func (m *Metrics) recordTool(t *Turn, st *Step, tc *ToolCall, trace pcommon.TraceID, now time.Time) {
 	name := kv{"gen_ai.tool.name", m.capped("tool", tc.Name)}
-	m.add(MetricToolCalls, 1, attrs(name, kv{"dsh.tool.outcome", tc.Outcome}))
+	m.add(MetricToolCalls, 1, attrs(name, kv{"dsh.tool.outcome", tc.Outcome}), now)
 	if tc.Outcome != "unknown" {
+		errType := ""
+		if tc.Outcome == "error" {
+			errType = toolErrorType(tc)
+		}
 		ex := exemplar{traceID: trace, spanID: ToolSpanID(t.SessionID, t.Number, st.Number, tc.CallID, ""), at: msToNanos(tc.EndTime)}
-		m.observe(MetricToolDuration, seconds(tc.EndTime-tc.StartTime), ex, attrs(name))
+		m.observe(MetricToolDuration, seconds(tc.EndTime-tc.StartTime), ex,
+			attrs(kv{"gen_ai.operation.name", "execute_tool"}, name, kv{"gen_ai.tool.type", "function"}, kv{"error.type", errType}), now)
 	}
+}
+
+// toolErrorType is a failed tool call's error.type: its error code, else
+// tool_error.
+func toolErrorType(tc *ToolCall) string {
+	if tc.ErrorCode != "" {
+		return tc.ErrorCode
+	}
+	return "tool_error"
 }
 
 // reasonKind is the turn's end reason for attributes: the TurnEndReason
@@ -332,6 +487,18 @@ func (m *Metrics) AppendTo(sm pmetric.ScopeMetrics, now time.Time, openTurns int
 				dp.SetStartTimestamp(pcommon.NewTimestampFromTime(p.start))
 				dp.SetTimestamp(ts)
 				dp.SetIntValue(p.value)
+			}
+		case kindDoubleCounter:
+			sum := mt.SetEmptySum()
+			sum.SetIsMonotonic(true)
+			sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+			for _, k := range keys {
+				p := pts[k]
+				dp := sum.DataPoints().AppendEmpty()
+				putKVs(dp.Attributes(), p.attrs)
+				dp.SetStartTimestamp(pcommon.NewTimestampFromTime(p.start))
+				dp.SetTimestamp(ts)
+				dp.SetDoubleValue(p.fvalue)
 			}
 		case kindHistogram:
 			h := mt.SetEmptyHistogram()

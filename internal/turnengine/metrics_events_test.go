@@ -13,8 +13,8 @@ func TestRecordEventShortcut(t *testing.T) {
 	m := newMetrics()
 	m.SetMaxValues(3)
 	for i := range 1000 {
-		m.recordEvent("plugin:t" + strconv.Itoa(i%500))
-		m.recordEvent("turn/start")
+		m.recordEvent("plugin:t"+strconv.Itoa(i%500), epoch)
+		m.recordEvent("turn/start", epoch)
 	}
 	counts := map[string]int64{}
 	for _, p := range m.series[MetricSessionEvents] {

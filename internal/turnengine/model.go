@@ -7,7 +7,10 @@
 // and the benchmarks share it.
 package turnengine
 
-import "github.com/dshtrace/dshtrace/sessionlog"
+import (
+	"github.com/dshtrace/dshtrace/internal/pricing"
+	"github.com/dshtrace/dshtrace/sessionlog"
+)
 
 // Turn is one run of the agent loop, closed.
 type Turn struct {
@@ -20,7 +23,7 @@ type Turn struct {
 	StartSeq, EndSeq   int64
 	// LoggedEndTime is EndTime as logged, before clamping: the turn/end's
 	// time (a dangling turn's last event time). Below StartTime, the clock
-	// went back (§3).
+	// went back (docs/format.md §4).
 	LoggedEndTime int64
 	// Reason is the turn/end reason; for a dangling turn Kind is "dangling".
 	Reason sessionlog.Reason
@@ -31,10 +34,32 @@ type Turn struct {
 	// Clamped is set when some time of the turn had to be clamped.
 	Clamped bool
 	Usage   Tokens
+	// Cost is the turn's cost in USD: the sum over its priced model calls
+	// (PricedCalls of them); UnpricedCalls are calls with usage whose model
+	// the price table does not know, which add nothing.
+	Cost                       pricing.Cost
+	PricedCalls, UnpricedCalls int
 	// Late is set on a late close: not a turn of its own but the turn/end
 	// that dsh wrote for a turn the engine had closed as dangling.
 	Late *LateClose
+	// Fragment marks the finished steps of a turn still open (live steps):
+	// their spans only; the root follows when the turn closes, with the
+	// steps not emitted yet. StepCount is the closed turn's number of
+	// steps, those emitted before included.
+	Fragment  bool
+	StepCount int
+	// Of is a fragment's turn (still open); Replayed marks a fragment
+	// rebuilt after a restart, whose spans went out before it: it counts
+	// in its turn's totals only.
+	Of       *Turn
+	Replayed bool
+	// liveInferences and liveTools count the model and tool calls of the
+	// steps emitted live (their Cost is in Cost already).
+	liveInferences, liveTools int
 }
+
+// NumSteps is the turn's number of steps, those emitted live included.
+func (t *Turn) NumSteps() int { return max(t.StepCount, len(t.Steps)) }
 
 // Dangling reports whether dsh never closed the turn.
 func (t *Turn) Dangling() bool { return t.DanglingCause != "" }
@@ -81,6 +106,13 @@ type Attempt struct {
 	// chunk bookkeeping (v0): seqs of the attempt's chunks.
 	firstSeq, lastSeq int64
 	closed            bool
+	// SystemInstructions is the captured system prompt (JSON, parts), set
+	// only with content capture on.
+	SystemInstructions string
+	// Cost is the call's cost in USD when Priced: its usage at the price
+	// the table gives its provider and model at the turn's start.
+	Cost   pricing.Cost
+	Priced bool
 }
 
 // Failed reports whether the attempt failed (an error or aborted finish
@@ -134,12 +166,16 @@ type Attr struct {
 // Tokens are a turn's token totals, disjoint as dsh counts them.
 type Tokens struct {
 	Input, Output, CacheRead, CacheWrite, Reasoning int64
+	// Reported is set when some model call reported usage: without it the
+	// totals are unknown, not zero.
+	Reported bool
 }
 
 func (t *Tokens) add(u *sessionlog.Usage) {
 	if u == nil {
 		return
 	}
+	t.Reported = true
 	t.Input += u.InputTokens
 	t.Output += u.OutputTokens
 	t.CacheRead += u.CacheReadTokens

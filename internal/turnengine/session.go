@@ -64,6 +64,8 @@ type openTurn struct {
 	hasRetryStart bool
 	// subs are open dispatch sub-calls by subCallId.
 	subs map[string]*ToolCall
+	// stepsEmitted counts the turn's steps already emitted (live steps).
+	stepsEmitted int
 	// callsBySeq maps the open step's tool/call seqs to their calls: the
 	// turn model names the call a result closes by its seq.
 	callsBySeq map[int64]*ToolCall
@@ -103,7 +105,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 	restoring := s.restored && ev.Seq <= s.restoredTo
 	if !restoring {
 		e.stats.Events++
-		e.metrics.recordEvent(ev.Type)
+		e.obs.Event(ev.Type, now)
 	}
 	if !s.gappy {
 		// A gappy feed (dsh's v0 OTLP export) has neither dense seqs nor
@@ -113,7 +115,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 				continue
 			}
 			e.stats.Violations++
-			e.metrics.RecordViolation(v.Code)
+			e.obs.Violation(v.Code, now)
 		}
 	}
 	if ev.Type == "turn/start" {
@@ -124,7 +126,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 	m := ev.TurnModel(s.format)
 	pl := s.cur.Advance(&m)
 	if pl.Inherited && !e.cfg.KeepInherited {
-		// Inherited from the parent session, whose spans these are (§10.5).
+		// Inherited from the parent session, whose spans these are (docs/format.md §11.5).
 		return
 	}
 	if s.deriver != nil {
@@ -142,7 +144,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		}
 		return
 	case turnmodel.Orphan:
-		if !s.orphanEnd(ev) {
+		if !s.orphanEnd(ev, now) {
 			e.stats.Orphans++
 		}
 		return
@@ -160,15 +162,16 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 	case "turn/start":
 		if ot != nil {
 			e.stats.Dangling[CauseSuperseded]++
-			s.closeTurn(sessionlog.Reason{Kind: "dangling"}, CauseSuperseded, ot.lastTime, -1)
+			s.closeTurn(sessionlog.Reason{Kind: "dangling"}, CauseSuperseded, ot.lastTime, -1, now)
 			s.rememberDangling(ot.t, now)
 		}
 		s.turnStart(ev, now)
 	case "turn/end":
-		s.closeTurn(ev.Reason, "", ev.Time, ev.Seq)
+		s.closeTurn(ev.Reason, "", ev.Time, ev.Seq, now)
 	case "step/start":
 		if ot.step != nil {
 			ot.closeStep(ev.Time, true)
+			s.finishStep(restoring, now)
 		}
 		ot.step = &Step{Number: ev.Step, StartTime: ev.Time, StartSeq: ev.Seq}
 		ot.t.Steps = append(ot.t.Steps, ot.step)
@@ -176,6 +179,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 	case "step/end":
 		if ot.step != nil {
 			ot.closeStep(ev.Time, false)
+			s.finishStep(restoring, now)
 		}
 	case "request/header", "request/context":
 		if ev.Provider != "" {
@@ -279,7 +283,7 @@ func (s *session) attemptAt(st *Step, ev *sessionlog.Event, pl turnmodel.Place) 
 
 // closeTurn finishes the open turn: it closes what is still open, clamps
 // times into their parents and hands the turn to the engine.
-func (s *session) closeTurn(reason sessionlog.Reason, cause string, end, endSeq int64) {
+func (s *session) closeTurn(reason sessionlog.Reason, cause string, end, endSeq int64, now time.Time) {
 	ot := s.turn
 	t := ot.t
 	if ot.step != nil {
@@ -292,21 +296,35 @@ func (s *session) closeTurn(reason sessionlog.Reason, cause string, end, endSeq 
 		t.EndTime, t.Clamped = t.StartTime, true
 	}
 	for _, st := range t.Steps {
-		st.StartTime, st.EndTime = clampInto(st.StartTime, st.EndTime, t.StartTime, t.EndTime, &st.Clamped)
-		for _, a := range st.Attempts {
-			a.StartTime, a.EndTime = clampInto(a.StartTime, a.EndTime, st.StartTime, st.EndTime, &a.Clamped)
-			if a.HasFirstChunk && (a.FirstChunkTime < a.StartTime || a.FirstChunkTime > a.EndTime) {
-				a.FirstChunkTime = min(max(a.FirstChunkTime, a.StartTime), a.EndTime)
-				a.Clamped = true
-			}
-			t.Usage.add(a.Usage)
-		}
-		for _, tc := range st.Tools {
-			clampCall(tc, st)
+		clampStep(st, t.StartTime, t.EndTime)
+		addUsage(&t.Usage, st)
+	}
+	t.StepCount = ot.stepsEmitted + len(t.Steps)
+	s.turn = nil
+	s.e.turnClosed(s, t, now)
+}
+
+// clampStep keeps a step inside [ps, pe], its attempts and tool calls
+// inside it.
+func clampStep(st *Step, ps, pe int64) {
+	st.StartTime, st.EndTime = clampInto(st.StartTime, st.EndTime, ps, pe, &st.Clamped)
+	for _, a := range st.Attempts {
+		a.StartTime, a.EndTime = clampInto(a.StartTime, a.EndTime, st.StartTime, st.EndTime, &a.Clamped)
+		if a.HasFirstChunk && (a.FirstChunkTime < a.StartTime || a.FirstChunkTime > a.EndTime) {
+			a.FirstChunkTime = min(max(a.FirstChunkTime, a.StartTime), a.EndTime)
+			a.Clamped = true
 		}
 	}
-	s.turn = nil
-	s.e.turnClosed(s, t)
+	for _, tc := range st.Tools {
+		clampCall(tc, st)
+	}
+}
+
+// addUsage adds a step's model calls' usage to a turn's totals.
+func addUsage(u *Tokens, st *Step) {
+	for _, a := range st.Attempts {
+		u.add(a.Usage)
+	}
 }
 
 func clampCall(tc *ToolCall, st *Step) {
@@ -388,7 +406,7 @@ func currentAttempt(st *Step) *Attempt {
 }
 
 // chunk folds a v0/v1 (or seed) assistant/chunk into its attempt; a
-// finish chunk ends the attempt (§12.2 #4).
+// finish chunk ends the attempt (docs/format.md §13.2).
 func (s *session) chunk(a *Attempt, ev *sessionlog.Event) {
 	a.lastSeq = ev.Seq
 	c := ev.Chunk
@@ -428,7 +446,7 @@ func (s *session) fromStream(a *Attempt, st *sessionlog.Stream) {
 	}
 }
 
-// message commits the step's model call (§5.5, §8.2): a, the attempt the
+// message commits the step's model call (docs/format.md §6.5, §9.2): a, the attempt the
 // turn model says it commits (fresh when it starts one).
 func (s *session) message(st *Step, a *Attempt, fresh bool, ev *sessionlog.Event) {
 	if fresh {
@@ -466,7 +484,7 @@ func outcome(isError bool) string {
 }
 
 // toolResult closes the call the turn model paired the result with
-// (§12.2 #6, turnmodel.Calls).
+// (docs/format.md §13.3, turnmodel.Calls).
 func (s *session) toolResult(st *Step, ev *sessionlog.Event, pl turnmodel.Place) {
 	ot := s.turn
 	var tc *ToolCall

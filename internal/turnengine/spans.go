@@ -5,6 +5,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
 // ScopeName is the instrumentation scope of everything the engine emits.
@@ -12,7 +14,7 @@ const ScopeName = "github.com/dshtrace/dshtrace/connector/turnstate"
 
 // Traces renders closed turns as OTLP traces: one trace per turn, one
 // ResourceSpans per session (resource session.id and service.name = the
-// agent), spans as DESIGN §4 lays out.
+// agent), spans as docs/design.md §4 lays out.
 func Traces(turns []*Turn) ptrace.Traces {
 	td := ptrace.NewTraces()
 	bySession := map[string]ptrace.SpanSlice{}
@@ -30,6 +32,11 @@ func Traces(turns []*Turn) ptrace.Traces {
 		}
 		if t.Late != nil {
 			appendLateClose(spans, t)
+			continue
+		}
+		if t.Fragment {
+			spans.EnsureCapacity(spans.Len() + spanCount(t) - 1)
+			appendSteps(spans, t, TraceID(t.SessionID, t.Number), TurnSpanID(t.SessionID, t.Number))
 			continue
 		}
 		spans.EnsureCapacity(spans.Len() + spanCount(t))
@@ -88,8 +95,8 @@ func appendTurn(spans ptrace.SpanSlice, t *Turn) {
 	if t.DanglingCause != "" {
 		a.PutStr("dsh.dangling.cause", t.DanglingCause)
 	}
-	a.PutInt("dsh.turn.steps", int64(len(t.Steps)))
-	putUsageTotals(a, t.Usage)
+	a.PutInt("dsh.turn.steps", int64(t.NumSteps()))
+	putTurnUsage(a, t)
 	a.PutInt("dsh.event.seq", t.StartSeq)
 	if t.Clamped {
 		a.PutBool("dsh.time.clamped", true)
@@ -116,7 +123,12 @@ func appendTurn(spans ptrace.SpanSlice, t *Turn) {
 		l.Attributes().PutStr("dsh.link", "previous_turn")
 	}
 	appendEvents(sp, t.Events, "")
+	appendSteps(spans, t, trace, root)
+}
 
+// appendSteps renders a turn's steps, each with its model and tool calls,
+// under the turn's root span.
+func appendSteps(spans ptrace.SpanSlice, t *Turn, trace pcommon.TraceID, root pcommon.SpanID) {
 	for _, st := range t.Steps {
 		stepID := StepSpanID(t.SessionID, t.Number, st.Number)
 		ssp := spans.AppendEmpty()
@@ -155,13 +167,38 @@ func appendTurn(spans ptrace.SpanSlice, t *Turn) {
 	}
 }
 
-func putUsageTotals(a pcommon.Map, u Tokens) {
-	a.PutInt("gen_ai.usage.input_tokens", u.Input+u.CacheRead+u.CacheWrite)
-	a.PutInt("gen_ai.usage.output_tokens", u.Output)
-	a.PutInt("gen_ai.usage.cache_read.input_tokens", u.CacheRead)
-	a.PutInt("gen_ai.usage.cache_creation.input_tokens", u.CacheWrite)
-	if u.Reasoning > 0 {
-		a.PutInt("dsh.usage.reasoning_tokens", u.Reasoning)
+// putTurnUsage puts the turn's totals on its root under dsh.turn.* names
+// (the conventions keep usage to the model calls): input tokens include
+// the cached ones, as on chat spans. A turn none of whose calls reported
+// usage has no usage attributes — unknown, not zero.
+func putTurnUsage(a pcommon.Map, t *Turn) {
+	u := t.Usage
+	if u.Reported {
+		a.PutInt("dsh.turn.usage.input_tokens", u.Input+u.CacheRead+u.CacheWrite)
+		a.PutInt("dsh.turn.usage.output_tokens", u.Output)
+		a.PutInt("dsh.turn.usage.cache_read.input_tokens", u.CacheRead)
+		a.PutInt("dsh.turn.usage.cache_write.input_tokens", u.CacheWrite)
+		if u.Reasoning > 0 {
+			a.PutInt("dsh.turn.usage.reasoning.output_tokens", u.Reasoning)
+		}
+	}
+	if t.PricedCalls > 0 {
+		a.PutDouble("dsh.turn.cost", t.Cost.Total())
+	}
+	if t.UnpricedCalls > 0 {
+		a.PutInt("dsh.turn.cost.unpriced_calls", int64(t.UnpricedCalls))
+	}
+}
+
+// putCallUsage puts a model call's usage as the conventions name it:
+// input tokens include the cached ones, which are also given apart.
+func putCallUsage(a pcommon.Map, u *sessionlog.Usage) {
+	a.PutInt("gen_ai.usage.input_tokens", u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens)
+	a.PutInt("gen_ai.usage.output_tokens", u.OutputTokens)
+	a.PutInt("gen_ai.usage.cache_read.input_tokens", u.CacheReadTokens)
+	a.PutInt("gen_ai.usage.cache_write.input_tokens", u.CacheWriteTokens)
+	if u.ReasoningTokens > 0 {
+		a.PutInt("gen_ai.usage.reasoning.output_tokens", u.ReasoningTokens)
 	}
 }
 
@@ -179,7 +216,7 @@ func appendChat(spans ptrace.SpanSlice, t *Turn, st *Step, at *Attempt, trace pc
 	sp.SetStartTimestamp(ts(at.StartTime))
 	sp.SetEndTimestamp(ts(at.EndTime))
 	a := sp.Attributes()
-	a.EnsureCapacity(18) // the attributes below, allocated once
+	a.EnsureCapacity(22) // the attributes below, allocated once
 	a.PutStr("gen_ai.operation.name", "chat")
 	a.PutStr("gen_ai.conversation.id", t.SessionID)
 	if at.Provider != "" {
@@ -193,12 +230,16 @@ func appendChat(spans ptrace.SpanSlice, t *Turn, st *Step, at *Attempt, trace pc
 	a.PutInt("dsh.step", st.Number)
 	a.PutInt("dsh.attempt", int64(at.Index))
 	if at.Usage != nil {
-		var tk Tokens
-		tk.add(at.Usage)
-		putUsageTotals(a, tk)
+		putCallUsage(a, at.Usage)
+	}
+	if at.Priced {
+		a.PutDouble("dsh.usage.cost", at.Cost.Total())
+	}
+	if finish := finishReason(at); finish != "" {
+		a.PutEmptySlice("gen_ai.response.finish_reasons").AppendEmpty().SetStr(finish)
 	}
 	if at.FinishKind != "" {
-		a.PutEmptySlice("gen_ai.response.finish_reasons").AppendEmpty().SetStr(at.FinishKind)
+		a.PutStr("dsh.finish_kind", at.FinishKind)
 	}
 	if at.Committed {
 		a.PutInt("dsh.event.seq", at.MessageSeq)
@@ -214,10 +255,17 @@ func appendChat(spans ptrace.SpanSlice, t *Turn, st *Step, at *Attempt, trace pc
 		a.PutBool("dsh.interrupted", true)
 	}
 	if at.HasFirstChunk {
-		a.PutDouble("dsh.time_to_first_chunk", seconds(at.FirstChunkTime-at.StartTime))
+		a.PutDouble("gen_ai.response.time_to_first_chunk", seconds(at.FirstChunkTime-at.StartTime))
 	}
 	if at.Clamped {
 		a.PutBool("dsh.time.clamped", true)
+	}
+	sys := at.SystemInstructions
+	if first := st.Attempts[0]; sys == "" && first != at && first.InputMessages == at.InputMessages {
+		sys = first.SystemInstructions // a retry saw what the step's first attempt saw
+	}
+	if sys != "" {
+		a.PutStr("gen_ai.system_instructions", sys)
 	}
 	if at.InputMessages != "" {
 		a.PutStr("gen_ai.input.messages", at.InputMessages)
@@ -283,10 +331,7 @@ func appendTool(spans ptrace.SpanSlice, t *Turn, st *Step, tc *ToolCall, trace p
 		a.PutStr("gen_ai.tool.call.result", tc.Result)
 	}
 	if tc.Outcome == "error" {
-		code := tc.ErrorCode
-		if code == "" {
-			code = "tool_error"
-		}
+		code := toolErrorType(tc)
 		a.PutStr("error.type", code)
 		sp.Status().SetCode(ptrace.StatusCodeError)
 		sp.Status().SetMessage(fmt.Sprintf("tool %s failed (%s)", name, code))

@@ -2,7 +2,6 @@ package turnengine
 
 import (
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -16,11 +15,7 @@ import (
 // Traces sizes its span slice with spanCount: it must count exactly the
 // spans appendTurn adds (nested dispatches, failed attempts, open steps).
 func TestSpanCount(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "..", "testdata", "dialects", "*.jsonl"))
-	require.NoError(t, err)
-	for _, rel := range testcorpus.Files(t) { // the real corpus: nested dispatches too
-		files = append(files, filepath.Join(testcorpus.Dir(t), rel))
-	}
+	files := testcorpus.All(t) // our logs and, when found, the real corpus: nested dispatches in both
 	turns := 0
 	for _, name := range files {
 		f, err := os.Open(name)

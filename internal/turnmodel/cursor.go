@@ -82,7 +82,16 @@ type Place struct {
 	// Paired: a tool/result closed the pending call started at CallSeq.
 	Paired  bool
 	CallSeq int64
+	// NoSpan: no collector emits the span of this place — an inherited
+	// event of a fork whose parent is unknown, or a fork's own event in a
+	// turn its inherited prefix opened (the connector skips that turn's
+	// start as the parent's, so it builds no span of it for the fork).
+	NoSpan bool
 }
+
+// Spanned reports whether the event's place is a span some collector
+// emits: its ids are worth putting on the event's record.
+func (p Place) Spanned() bool { return p.Kind != KindNone && !p.NoSpan }
 
 // IDs are the trace and span ids of the span the event belongs to (zero
 // for KindNone).
@@ -131,10 +140,12 @@ type Cursor struct {
 	parent     string
 	seedLength int64
 
-	turn       int64 // the open turn, 0: none (turns are numbered from 1)
-	lastClosed int64
-	stepOpen   bool
-	step       int64
+	turn int64 // the open turn, 0: none (turns are numbered from 1)
+	// turnInherited: the open turn's turn/start was inherited.
+	turnInherited bool
+	lastClosed    int64
+	stepOpen      bool
+	step          int64
 
 	attempts []attempt
 	calls    Calls
@@ -231,6 +242,21 @@ func (c *Cursor) startedInStep(id string) bool {
 
 // Advance moves the cursor past e and returns where e belongs.
 func (c *Cursor) Advance(e *Event) Place {
+	inTurn := c.turn != 0 && c.turnInherited
+	p := c.advance(e)
+	switch {
+	case p.Inherited && c.parent == "":
+		p.NoSpan = true
+	case !p.Inherited && p.Kind != KindNone && inTurn && p.Turn != 0 && (e.Type != "turn/start" || p.Stray != NotStray):
+		p.NoSpan = true
+	}
+	if e.Type == "turn/start" && p.Kind == KindTurn {
+		c.turnInherited = p.Inherited
+	}
+	return p
+}
+
+func (c *Cursor) advance(e *Event) Place {
 	p := Place{Session: c.session, CallSeq: -1}
 	if e.Seq < c.seedLength {
 		p.Inherited = true

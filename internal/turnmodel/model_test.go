@@ -18,24 +18,7 @@ import (
 
 // logs are the files the suite runs over: every sample log of testdata/
 // and, when a corpus is found, every corpus file.
-func logs(t *testing.T) []string {
-	files := testcorpus.Dialects(t)
-	if dir, ok := corpusDir(t); ok {
-		for _, rel := range testcorpus.Files(t) {
-			files = append(files, filepath.Join(dir, rel))
-		}
-	}
-	return files
-}
-
-func corpusDir(t *testing.T) (dir string, ok bool) {
-	defer func() {
-		if recover() != nil {
-			ok = false
-		}
-	}()
-	return testcorpus.Dir(t), true
-}
+func logs(t *testing.T) []string { return testcorpus.All(t) }
 
 type span struct {
 	trace pcommon.TraceID
@@ -73,7 +56,7 @@ func TestPlacesAreSpans(t *testing.T) {
 					}
 					m := ev.TurnModel(r.Format)
 					pl := c.Advance(&m)
-					if pl.Kind == turnmodel.KindNone || pl.Inherited {
+					if !pl.Spanned() || pl.Inherited { // inherited: the parent's spans
 						continue
 					}
 					tr, sp := pl.IDs()

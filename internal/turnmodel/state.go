@@ -34,9 +34,11 @@ type State struct {
 	Parent     string `json:"parent,omitempty"`
 	SeedLength int64  `json:"seed_length,omitempty"`
 	Turn       int64  `json:"turn,omitempty"`
-	LastClosed int64  `json:"last_closed,omitempty"`
-	StepOpen   bool   `json:"step_open,omitempty"`
-	Step       int64  `json:"step,omitempty"`
+	// TurnInherited: the open turn's turn/start was inherited.
+	TurnInherited bool  `json:"turn_inherited,omitempty"`
+	LastClosed    int64 `json:"last_closed,omitempty"`
+	StepOpen      bool  `json:"step_open,omitempty"`
+	Step          int64 `json:"step,omitempty"`
 	// Attempts are the open step's model attempts.
 	Attempts []AttemptState `json:"attempts,omitempty"`
 	// Calls are the open step's pending tool calls; Started every call and
@@ -67,7 +69,7 @@ type SubCall struct {
 
 // State returns the cursor's state.
 func (c *Cursor) State() State {
-	s := State{Form: StateForm, Session: c.session, Parent: c.parent, SeedLength: c.seedLength, Turn: c.turn,
+	s := State{Form: StateForm, Session: c.session, Parent: c.parent, SeedLength: c.seedLength, Turn: c.turn, TurnInherited: c.turnInherited,
 		LastClosed: c.lastClosed, StepOpen: c.stepOpen, Step: c.step,
 		Calls: slices.Clone(c.calls.pending), Started: slices.Clone(c.started)}
 	for _, a := range c.attempts {
@@ -84,7 +86,7 @@ func (c *Cursor) State() State {
 
 // FromState rebuilds a cursor from a stored state.
 func FromState(s State) *Cursor {
-	c := &Cursor{session: s.Session, parent: s.Parent, seedLength: s.SeedLength, turn: s.Turn,
+	c := &Cursor{session: s.Session, parent: s.Parent, seedLength: s.SeedLength, turn: s.Turn, turnInherited: s.TurnInherited,
 		lastClosed: s.LastClosed, stepOpen: s.StepOpen, step: s.Step,
 		calls: Calls{pending: slices.Clone(s.Calls)}, started: slices.Clone(s.Started)}
 	for _, a := range s.Attempts {

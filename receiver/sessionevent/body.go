@@ -146,7 +146,7 @@ func parseBody(body io.Reader, o parseOptions) (*parsedBody, *reqError) {
 		probe = sessionlog.NewRowDecoder(o.maxLine, 0)
 	}
 
-	line := 0
+	line, nonBlank := 0, 0
 	for {
 		b, err := readLine(br, o.maxLine)
 		if err != nil && !errors.Is(err, io.EOF) {
@@ -157,6 +157,7 @@ func parseBody(body io.Reader, o parseOptions) (*parsedBody, *reqError) {
 		}
 		line++
 		if len(bytes.TrimSpace(b)) > 0 {
+			nonBlank++
 			if rerr := pb.addRow(b, line, o, probe, session); rerr != nil {
 				return pb, rerr
 			}
@@ -164,6 +165,12 @@ func parseBody(body io.Reader, o parseOptions) (*parsedBody, *reqError) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
+	}
+	if nonBlank == 0 {
+		// Nothing to judge is no success: a client whose file argument
+		// named nothing (curl's @missing sends an empty body) must hear so.
+		return pb, &reqError{status: http.StatusBadRequest, seq: -1, reason: "empty_body",
+			msg: fmt.Sprintf("empty request body (%d bytes, no row): post the session's NDJSON rows", counted.n)}
 	}
 	for _, s := range pb.sessions {
 		if rerr := s.finish(); rerr != nil {
@@ -279,7 +286,7 @@ var contextFree = map[string]bool{
 //
 // Rows may come in any order and any batching, so what a request can be
 // judged on depends on what it holds. A request that holds the session from
-// its start (seq 0) is checked against every invariant of dsh-format §10 —
+// its start (seq 0) is checked against every invariant of docs/format.md §11 —
 // dense seqs, turn and step nesting, tool calls resolved, replace ranges on
 // the surface — as dsh itself would check the file. Any other request can
 // only be checked row by row (the rows' own decoding, surface keys), and

@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 )
 
-// Config is the session_event receiver's configuration (DESIGN §3).
+// Config is the session_event receiver's configuration (docs/design.md §3).
 type Config struct {
 	// HTTP is the ingest endpoint. Present (even empty) means on.
 	HTTP configoptional.Optional[HTTPConfig] `mapstructure:"http"`

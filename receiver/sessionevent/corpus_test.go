@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -36,10 +35,10 @@ type corpusFile struct {
 
 func loadCorpus(t *testing.T) []corpusFile {
 	t.Helper()
-	dir := testcorpus.Dir(t)
 	var out []corpusFile
-	for _, rel := range testcorpus.Files(t) {
-		raw, err := os.ReadFile(filepath.Join(dir, rel))
+	for _, l := range testcorpus.Logs(t) {
+		rel := l.Name
+		raw, err := os.ReadFile(l.Path)
 		require.NoError(t, err)
 		cf := corpusFile{rel: rel, raw: raw, version: -1}
 		dec, err := sessionlog.NewDecoder(bytes.NewReader(raw), sessionlog.Options{DecodeUnterminated: true})
@@ -68,7 +67,7 @@ func loadCorpus(t *testing.T) []corpusFile {
 	return out
 }
 
-// reference builds the records of a file the way DESIGN §3 defines them,
+// reference builds the records of a file the way docs/design.md §3 defines them,
 // straight through logrecord.Tracker: what the receiver must deliver.
 func reference(t *testing.T, cf corpusFile, session string) plog.Logs {
 	t.Helper()
@@ -96,7 +95,7 @@ func reference(t *testing.T, cf corpusFile, session string) plog.Logs {
 // TestCorpusHTTP posts every real log of the corpus — plain, gzip, zstd by
 // Content-Encoding and as a raw .jsonl.zstd body — and checks that each
 // record's Body is byte-equal to its row, every row once; session files
-// give exactly the records of DESIGN §3 (compared with logrecord.Tracker's,
+// give exactly the records of docs/design.md §3 (compared with logrecord.Tracker's,
 // trace and span ids included); posted again, everything is a duplicate
 // (the last two checked once, on the plain posts).
 func TestCorpusHTTP(t *testing.T) {
@@ -170,7 +169,7 @@ func gzipBytes(b []byte) []byte {
 // <root>/--project--/<escaped-id>/session[.vN].jsonl[.zstd], every other
 // one compressed — and tails the root: every row once, each record's Body
 // byte-equal to its row, session files with exactly the records of
-// DESIGN §3.
+// docs/design.md §3.
 func TestCorpusFiles(t *testing.T) {
 	corpus := loadCorpus(t)
 	root := t.TempDir()

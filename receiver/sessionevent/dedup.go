@@ -18,7 +18,7 @@ import (
 )
 
 // The HTTP source is idempotent by (session id, format version, seq)
-// (dsh-format §9.5): a row already accepted is acknowledged as a duplicate
+// (docs/format.md §10.3): a row already accepted is acknowledged as a duplicate
 // and never emitted again. What it remembers is bounded: per session and
 // format version a high-water mark (every seq up to it was accepted) plus at
 // most maxRanges ranges of seqs accepted above it, and at most maxSessions

@@ -2,7 +2,7 @@
 // Harness (dsh) session events over HTTP (NDJSON rows of a session, or the
 // live transports' wrapped lines) and by tailing dsh session roots (plain
 // and zstd generations), and turns every physical row into one log record
-// of the contract in DESIGN §3 (internal/logrecord): resource {session.id},
+// of the contract in docs/design.md §3 (internal/logrecord): resource {session.id},
 // Body the row byte for byte, event name, attributes, and the trace and span
 // ids of the turn span the event belongs to.
 //

@@ -33,7 +33,7 @@ import (
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
-// The file source tails dsh session roots (dsh-format §1).
+// The file source tails dsh session roots (docs/format.md §2).
 //
 // It is a small poller of its own rather than the contrib stanza
 // fileconsumer: fileconsumer reads plain and gzip files only, so zstd
@@ -76,7 +76,7 @@ const (
 	maxFrameOutput = 1 << 30
 )
 
-// generationName matches dsh's session file names (dsh-format §1.1).
+// generationName matches dsh's session file names (docs/format.md §2.1).
 var generationName = regexp.MustCompile(`^session(?:\.v([0-9]+))?\.jsonl(\.zstd)?$`)
 
 // checkpoint is what is stored per file.
@@ -349,7 +349,7 @@ func (t *fileSource) readConcurrently(ctx context.Context, files []*tailedFile) 
 }
 
 // selectGenerations keeps, per session directory, only the highest
-// generation (dsh-format §1.1: dsh opens the highest; a new generation
+// generation (docs/format.md §2.1: dsh opens the highest; a new generation
 // holds the whole migrated history); on a tie the zstd file. Files not
 // named like a generation are all kept.
 func selectGenerations(paths []string) []string {
@@ -455,7 +455,7 @@ func endOffset(path string, isZstd bool) (int64, error) {
 }
 
 // dirSession is the session id a file's directory name stands for
-// (dsh-format §1.2), or the name itself when it is no valid escape.
+// (docs/format.md §2.2), or the name itself when it is no valid escape.
 func dirSession(path string) string {
 	name := filepath.Base(filepath.Dir(path))
 	if id, ok := unescapeSessionID(name); ok {

@@ -114,7 +114,7 @@ func matchSegments(pat, parts []string) bool {
 	return len(parts) == 0
 }
 
-// unescapeSessionID decodes a session directory name (dsh-format §1.2):
+// unescapeSessionID decodes a session directory name (docs/format.md §2.2):
 // each "~XXXX" is one UTF-16 code unit. It reports false when the name is
 // not a valid escaped id.
 func unescapeSessionID(name string) (string, bool) {

@@ -30,7 +30,7 @@ import (
 // the format and gets a 4xx naming its line, and nothing of it is emitted.
 // A request holding a session from its start is judged against every
 // invariant, as dsh judges a file (a seq gap followed by a turn/end makes
-// dsh reject the file as corrupt, dsh-format §1.5). The two "tolerated"
+// dsh reject the file as corrupt, docs/format.md §2.5). The two "tolerated"
 // files are the exception by design: unknown members of open unions pass.
 func TestHostileFiles(t *testing.T) {
 	dir := filepath.Join("..", "..", "testdata", "hostile")

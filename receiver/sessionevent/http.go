@@ -26,7 +26,7 @@ import (
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 )
 
-// HTTP API (DESIGN §3):
+// HTTP API (docs/design.md §3):
 //
 //	POST /v1/sessions/{session_id}/events   NDJSON rows of one session
 //	POST /v1/session-events                 self-describing wrapped lines

@@ -84,7 +84,7 @@ func TestHTTPSessionEndpoint(t *testing.T) {
 	assert.Equal(t, len(lines), res.int("accepted"))
 }
 
-// TestHTTPRecordContract: the records are exactly DESIGN §3: resource
+// TestHTTPRecordContract: the records are exactly docs/design.md §3: resource
 // {session.id} only, event names, body, timestamps, attributes, ids,
 // severity.
 func TestHTTPRecordContract(t *testing.T) {
@@ -225,7 +225,7 @@ func TestHTTPEncodings(t *testing.T) {
 	}
 }
 
-// TestHTTPRefusals: the 4xx answers of DESIGN §3, each emitting nothing.
+// TestHTTPRefusals: the 4xx answers of docs/design.md §3, each emitting nothing.
 func TestHTTPRefusals(t *testing.T) {
 	file := readRepoTestdata(t, "dialects/v4-tools.jsonl")
 	small := zstdFile(t, []byte(strings.Repeat(`{"type":"todo/write","seq":1,"time":1,"data":{"todos":[]}}`+"\n", 3)), 1)
@@ -252,6 +252,10 @@ func TestHTTPRefusals(t *testing.T) {
 		{"unsupported version", "/v1/sessions/s/events",
 			[]byte(`{"type":"session","version":9,"id":"x","createdAt":1,"isSeeded":false,"delegationDepth":0}` + "\n"), nil, http.StatusBadRequest, 1},
 		{"control char in session id", "/v1/sessions/a%01b/events", file, nil, http.StatusBadRequest, 0},
+		{"empty body", "/v1/sessions/s/events", nil, nil, http.StatusBadRequest, 0},
+		{"whitespace body", "/v1/sessions/s/events", []byte(" \n\r\n\t\n"), nil, http.StatusBadRequest, 0},
+		{"empty body on lines endpoint", "/v1/session-events", []byte{}, nil, http.StatusBadRequest, 0},
+		{"empty zstd body", "/v1/sessions/s/events", zstdFile(t, []byte("\n\n"), 2), nil, http.StatusBadRequest, 0},
 		{"conflicting duplicate", "/v1/sessions/s/events", []byte(
 			`{"type":"todo/write","seq":7,"time":1,"data":{"todos":[]}}` + "\n" +
 				`{"type":"todo/write","seq":7,"time":2,"data":{"todos":[]}}` + "\n"), nil, http.StatusBadRequest, 2},
@@ -266,6 +270,9 @@ func TestHTTPRefusals(t *testing.T) {
 			res := post(t, s.url+tc.path, tc.body, tc.headers...)
 			require.Equal(t, tc.status, res.status, "%v", res.body)
 			assert.NotEmpty(t, res.body["error"])
+			if strings.HasPrefix(tc.name, "empty") || strings.HasPrefix(tc.name, "whitespace") {
+				assert.Contains(t, res.body["error"], "empty request body")
+			}
 			if tc.line > 0 {
 				assert.Equal(t, tc.line, res.int("line"), "%v", res.body)
 			}

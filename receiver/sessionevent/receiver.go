@@ -19,7 +19,7 @@ import (
 // (files.go) — and starts and stops them. Each transport has its own next
 // consumer handle, its own obsreport, its own self-telemetry handle and its
 // own storage client, and turns physical session-log rows into the log
-// records of DESIGN §3 through logrecord.Tracker; they share nothing else.
+// records of docs/design.md §3 through logrecord.Tracker; they share nothing else.
 type sessionReceiver struct {
 	http  *httpSource // nil: not configured
 	files *fileSource // nil: not configured

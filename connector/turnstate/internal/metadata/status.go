@@ -1,5 +1,5 @@
 // Package metadata holds what mdatagen would generate for turn_state
-// (collector-notes §10): its type, stability levels and scope name. It is
+// (docs/design.md §9.5): its type, stability levels and scope name. It is
 // written by hand because mdatagen is not available at our versions;
 // ../../metadata.yaml documents the same facts.
 package metadata

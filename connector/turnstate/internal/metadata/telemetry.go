@@ -10,7 +10,7 @@ import (
 )
 
 // Metric names, spelled verbatim with the otelcol_ prefix, as
-// mdatagen-generated names are (collector-notes §10).
+// mdatagen-generated names are (docs/design.md §9.5).
 const (
 	MetricTurnsOpen        = "otelcol_connector_turn_state_turns_open"
 	MetricSessionsOpen     = "otelcol_connector_turn_state_sessions_open"

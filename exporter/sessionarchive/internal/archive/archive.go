@@ -1,5 +1,5 @@
 // Package archive writes dsh session logs into a dsh session root
-// (dsh-format §1): one file per session and format generation, header
+// (docs/format.md §2): one file per session and format generation, header
 // first, rows in seq order, each row exactly once — across re-deliveries
 // and restarts, because the files themselves are the state: a session
 // touched for the first time resumes after the last row on disk.
@@ -20,7 +20,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// Compression is the physical encoding of the files (§1.4).
+// Compression is the physical encoding of the files (docs/format.md §2.4).
 type Compression int
 
 const (
@@ -163,7 +163,7 @@ type session struct {
 	elem   *list.Element
 }
 
-// gen is one file: a format generation of a session (§1.1).
+// gen is one file: a format generation of a session (docs/format.md §2.1).
 type gen struct {
 	s       *session
 	version int

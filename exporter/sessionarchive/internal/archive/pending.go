@@ -13,7 +13,7 @@ import (
 type item struct {
 	first, last int64
 	lines       [][]byte
-	// packed: one packed chunk row standing for first..last (§4.1).
+	// packed: one packed chunk row standing for first..last (docs/format.md §5.1).
 	packed bool
 }
 
@@ -47,7 +47,7 @@ func (it *item) tail(from int64) *item {
 }
 
 // expandPacked writes the members of a packed chunk row from seq from on
-// as the assistant/chunk events they stand for (§4.1), in the key order
+// as the assistant/chunk events they stand for (docs/format.md §5.1), in the key order
 // dsh writes (type, seq, time, data; chunk type, index, text or id, name,
 // argumentsDelta).
 func expandPacked(line []byte, from int64) [][]byte {

@@ -30,7 +30,7 @@ type fileInfo struct {
 var zstdMagic = []byte{0x28, 0xB5, 0x2F, 0xFD}
 
 // scanFile reads where an archived file ends — after its last complete
-// row (plain) or frame (zstd) — cuts a torn tail off (dsh-format §1.5: a
+// row (plain) or frame (zstd) — cuts a torn tail off (docs/format.md §2.5: a
 // crash or a write in progress), and reads its header and last seq. Only
 // the first and last rows (frames) are decoded, unless the last row does
 // not give a seq; then the whole file is.

@@ -1,4 +1,4 @@
-// Package layout names the files of a dsh session root (dsh-format §1):
+// Package layout names the files of a dsh session root (docs/format.md §2):
 // the project directory from a header's cwd, the session directory from
 // the escaped session id, and the file of each format generation. The
 // escaping never yields a path separator, "." or "..", so every name it
@@ -14,10 +14,10 @@ import (
 	"unicode/utf16"
 )
 
-// NoCwdDir is the project directory of sessions without a cwd (§1.3).
+// NoCwdDir is the project directory of sessions without a cwd (docs/format.md §2.3).
 const NoCwdDir = "_no-cwd"
 
-// maxSlug is the longest project slug, in code units (§1.3).
+// maxSlug is the longest project slug, in code units (docs/format.md §2.3).
 const maxSlug = 251
 
 const hexDigits = "0123456789ABCDEF"
@@ -35,7 +35,7 @@ func escapeUnit(b *strings.Builder, u uint16) {
 	b.WriteByte(hexDigits[u&0xF])
 }
 
-// EscapeSessionID is the session directory name of id (§1.2): "." and ".."
+// EscapeSessionID is the session directory name of id (docs/format.md §2.2): "." and ".."
 // as a whole become ~002E and ~002E~002E; otherwise every UTF-16 code unit
 // outside [A-Za-z0-9._-] — "/", "\", NUL, "~", each half of a surrogate
 // pair — becomes "~" and four upper-case hex digits. The id must not be
@@ -59,7 +59,7 @@ func EscapeSessionID(id string) string {
 }
 
 // ProjectDir is the project directory of a session whose header has cwd
-// (§1.3): "/", "\" and ":" become "-" (a run of them a single "-"), other
+// (docs/format.md §2.3): "/", "\" and ":" become "-" (a run of them a single "-"), other
 // code units outside [A-Za-z0-9._-] are escaped as in EscapeSessionID,
 // leading "-" are stripped ("root" if nothing is left), the slug is cut at
 // 251 code units and wrapped as --slug--. No cwd gives "_no-cwd".
@@ -94,7 +94,7 @@ func ProjectDir(cwd string) string {
 	return "--" + slug + "--"
 }
 
-// FileName is the file of format generation version (§1.1):
+// FileName is the file of format generation version (docs/format.md §2.1):
 // session.jsonl for v0, session.vN.jsonl after, plus .zstd when compressed.
 func FileName(version int, zstd bool) string {
 	name := "session.jsonl"

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The examples of dsh-format §1.2, and ids meant to escape.
+// The examples of docs/format.md §2.2, and ids meant to escape.
 func TestEscapeSessionID(t *testing.T) {
 	for id, want := range map[string]string{
 		"e128dda9-ed11-4868-8266-0ef90d03c3d6": "e128dda9-ed11-4868-8266-0ef90d03c3d6",
@@ -34,7 +34,7 @@ func TestEscapeSessionID(t *testing.T) {
 	}
 }
 
-// The examples of dsh-format §1.3.
+// The examples of docs/format.md §2.3.
 func TestProjectDir(t *testing.T) {
 	for cwd, want := range map[string]string{
 		"/home/alice/my proj": "--home-alice-my~0020proj--",

@@ -1,5 +1,5 @@
 // Package metadata holds what mdatagen would generate for the
-// session_archive exporter (collector-notes §10): its type, scope name,
+// session_archive exporter (docs/design.md §9.5): its type, scope name,
 // stability and self-telemetry instruments. Written by hand; the
 // component's metadata.yaml documents the same facts.
 package metadata

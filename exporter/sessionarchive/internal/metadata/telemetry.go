@@ -8,7 +8,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 )
 
-// Metric names, spelled verbatim with the otelcol_ prefix (collector-notes §10).
+// Metric names, spelled verbatim with the otelcol_ prefix (docs/design.md §9.5).
 const (
 	MetricRowsWritten       = "otelcol_exporter_session_archive_rows_written"
 	MetricBytesWritten      = "otelcol_exporter_session_archive_bytes_written"

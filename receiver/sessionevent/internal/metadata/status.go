@@ -1,5 +1,5 @@
 // Package metadata holds what mdatagen would generate for the session_event
-// receiver (collector-notes §10): its type, scope name, stability and
+// receiver (docs/design.md §9.5): its type, scope name, stability and
 // self-telemetry instruments. Written by hand; metadata.yaml documents it.
 package metadata
 

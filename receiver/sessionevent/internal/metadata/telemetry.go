@@ -36,7 +36,7 @@ type Gauges struct {
 	DedupSessions func() int64
 }
 
-// Metric names, spelled verbatim with the otelcol_ prefix (collector-notes §10).
+// Metric names, spelled verbatim with the otelcol_ prefix (docs/design.md §9.5).
 const (
 	MetricRowsAccepted  = "otelcol_receiver_session_event_rows_accepted"
 	MetricRowsDuplicate = "otelcol_receiver_session_event_rows_duplicate"

@@ -1,0 +1,60 @@
+package turnengine
+
+import (
+	"math"
+	"time"
+)
+
+// finishStep hands the open turn's step that just ended to the engine when
+// steps are emitted live (Config.LiveSteps): its spans go out as a
+// fragment of the turn — same ids, parent the turn's root, which follows
+// at the turn's end — its usage joins the turn's totals, and the engine
+// forgets it, so an open turn holds only its open step. The step is
+// clamped into the turn's start (its end is not known yet). restoring: the
+// step's events are being re-applied after a restart, and the engine that
+// applied them first emitted it already.
+func (s *session) finishStep(restoring bool, now time.Time) {
+	ot := s.turn
+	if !s.e.cfg.LiveSteps || ot == nil || len(ot.t.Steps) == 0 {
+		return
+	}
+	t := ot.t
+	st := t.Steps[len(t.Steps)-1]
+	clampStep(st, t.StartTime, math.MaxInt64)
+	addUsage(&t.Usage, st)
+	t.Steps[len(t.Steps)-1] = nil // not held by the backing array either
+	t.Steps = t.Steps[:len(t.Steps)-1]
+	ot.stepsEmitted++
+	frag := &Turn{SessionID: t.SessionID, Number: t.Number, Agent: t.Agent, StartTime: t.StartTime,
+		StartSeq: t.StartSeq, EndSeq: -1, Fragment: true, Steps: []*Step{st}, Of: t, Replayed: restoring}
+	// The observer prices it into the turn's totals, which the root
+	// carries at the turn's end — a replayed step too, though it is not
+	// emitted again.
+	s.e.obs.Closed(frag, now)
+	if !restoring {
+		s.e.closed = append(s.e.closed, frag)
+	}
+}
+
+// recordFragment prices a live step fragment into its turn's totals and,
+// unless it is Replayed, aggregates its model and tool calls.
+func (m *Metrics) recordFragment(f *Turn, now time.Time) {
+	t := f.Of
+	priceSteps(m.prices, t, f.Steps)
+	for _, st := range f.Steps {
+		t.liveInferences += len(st.Attempts)
+		t.liveTools += len(st.Tools)
+	}
+	if f.Replayed {
+		return
+	}
+	trace := TraceID(f.SessionID, f.Number)
+	for _, st := range f.Steps {
+		for _, a := range st.Attempts {
+			m.recordAttempt(f, st, a, trace, now)
+		}
+		for _, tc := range st.Tools {
+			m.recordTool(f, st, tc, trace, now)
+		}
+	}
+}
