@@ -218,7 +218,7 @@ func (j *journal) update(e *turnengine.Engine, ids []string, batch map[string]*k
 			j.buckets[b][id] = struct{}{}
 			dirty[b] = true
 		}
-		changed := ent.Mark != m
+		changed := !ent.Mark.Equal(m)
 		ent.Mark = m
 		// Chunks wholly before Retain are no longer needed.
 		live := ent.Chunks[:0]
