@@ -96,12 +96,21 @@ func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time, keep map[s
 		c.tel.AddDropped(ctx, metadata.ReasonNotSession, notSession)
 		c.tel.AddDropped(ctx, metadata.ReasonInvalid, invalid)
 	}
-	var out []turnengine.Input
+	bySeq := func(a, b turnengine.Input) int { return cmp.Compare(a.Event.Seq, b.Event.Seq) }
 	for _, g := range groups {
-		bySeq := func(a, b turnengine.Input) int { return cmp.Compare(a.Event.Seq, b.Event.Seq) }
 		if !slices.IsSortedFunc(g.inputs, bySeq) { // the common case: a source in order
 			slices.SortStableFunc(g.inputs, bySeq)
 		}
+	}
+	if len(groups) == 1 { // the common case: a batch of one session
+		return groups[0].inputs
+	}
+	n := 0
+	for _, g := range groups {
+		n += len(g.inputs)
+	}
+	out := make([]turnengine.Input, 0, n)
+	for _, g := range groups {
 		out = append(out, g.inputs...)
 	}
 	return out

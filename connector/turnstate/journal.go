@@ -247,7 +247,7 @@ func (j *journal) update(e *turnengine.Engine, ids []string, batch map[string]*k
 			dirty[b] = true
 		}
 		_, wasBehind := stale[id]
-		changed := ent.Mark != m || wasBehind
+		changed := !ent.Mark.Equal(m) || wasBehind
 		ent.Mark = m
 		// Chunks wholly before Retain are no longer needed.
 		live := ent.Chunks[:0]

@@ -7,6 +7,7 @@ package logrecord
 import (
 	"strings"
 	"time"
+	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -109,7 +110,7 @@ func (t *Tracker) Append(lrs plog.LogRecordSlice, session string, row *sessionlo
 		lr.SetEventName(EventNameHeader)
 		lr.SetTimestamp(pcommon.Timestamp(row.Header.CreatedAt * int64(time.Millisecond)))
 		lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(observed))
-		lr.Body().SetStr(string(row.Bytes))
+		lr.Body().SetStr(rowString(row))
 		lr.SetSeverityNumber(plog.SeverityNumberInfo)
 		lr.SetSeverityText("INFO")
 		a := lr.Attributes()
@@ -130,7 +131,7 @@ func (t *Tracker) Append(lrs plog.LogRecordSlice, session string, row *sessionlo
 		lr.SetEventName(EventNameEvent)
 		lr.SetTimestamp(pcommon.Timestamp(first.Time * int64(time.Millisecond)))
 		lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(observed))
-		lr.Body().SetStr(string(row.Bytes))
+		lr.Body().SetStr(rowString(row))
 		a := lr.Attributes()
 		a.EnsureCapacity(eventAttrCount(row, first, p, f)) // one allocation, no regrowth
 		a.PutStr(AttrSessionID, session)
@@ -183,6 +184,14 @@ func (t *Tracker) Append(lrs plog.LogRecordSlice, session string, row *sessionlo
 			lr.SetSeverityText("INFO")
 		}
 	}
+}
+
+// rowString is the row's bytes as the record's body string, without a
+// copy: a decoded Row owns its Bytes and nothing writes to them (sessionlog
+// Row), so the string may alias them. The caller hands the row over with
+// the record.
+func rowString(row *sessionlog.Row) string {
+	return unsafe.String(unsafe.SliceData(row.Bytes), len(row.Bytes))
 }
 
 // eventAttrCount is the number of attributes Append puts on an event

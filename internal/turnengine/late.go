@@ -71,8 +71,9 @@ func (s *session) rememberDangling(t *Turn, now time.Time) {
 
 // late handles an event for a turn already closed: the closers of the
 // session's dangling turn are collected; its turn/end emits the late
-// close. It reports whether the event was taken.
-func (s *session) late(ev *sessionlog.Event, now time.Time) bool {
+// close — unless restoring: re-applied after a restart, its late close
+// went out before. It reports whether the event was taken.
+func (s *session) late(ev *sessionlog.Event, now time.Time, restoring bool) bool {
 	d := s.dangled
 	if d == nil || !ev.HasTurn || ev.Turn != d.number {
 		return false
@@ -91,7 +92,9 @@ func (s *session) late(ev *sessionlog.Event, now time.Time) bool {
 			d.closers = append(d.closers, SpanEvent{Name: "dsh.step.end", Time: ev.Time, Seq: ev.Seq, Attrs: []Attr{{"dsh.step", ev.Step}}})
 		}
 	case "turn/end":
-		s.closeLate(d.number, d.agent, ev, now, &LateClose{DanglingCause: d.cause, DanglingEnd: d.end, After: now.Sub(d.at), Closers: d.closers})
+		if !restoring {
+			s.closeLate(d.number, d.agent, ev, now, &LateClose{DanglingCause: d.cause, DanglingEnd: d.end, After: now.Sub(d.at), Closers: d.closers})
+		}
 		s.dangled = nil
 	default:
 		return false

@@ -194,3 +194,46 @@ func counterValue(e *Engine, name, k, v string) int64 {
 	}
 	return 0
 }
+
+// TestLateCloseAcrossRestart: the turn dangled, the collector restarted
+// (resumed from its mark, as the journal does), then the repair came: the
+// late close is still made, once.
+func TestLateCloseAcrossRestart(t *testing.T) {
+	in := crashRepaired(t)
+	e1 := New(Config{})
+	for _, x := range in {
+		if x.Event.Seq <= 12 {
+			e1.Ingest(x, epoch)
+		}
+	}
+	e1.Sweep(epoch.Add(DefaultDanglingTimeout + time.Minute))
+	if d := e1.Drain(); len(d) != 1 || d[0].DanglingCause != CauseTimeout {
+		t.Fatalf("before the restart: %+v", d)
+	}
+	m, ok := e1.Mark("s")
+	if !ok || m.Dangled == nil || m.Dangled.Turn != 1 {
+		t.Fatalf("mark %+v: the dangling turn is not in it", m)
+	}
+	if !m.Equal(m) {
+		t.Fatal("a mark is not equal to itself")
+	}
+	e2 := New(Config{})
+	e2.Resume("s", m, epoch.Add(time.Hour))
+	for _, x := range in { // the journal's records from the mark's Retain on
+		if x.Event.Seq >= m.Retain && x.Event.Seq <= 12 {
+			e2.Ingest(x, epoch.Add(time.Hour))
+		}
+	}
+	for _, x := range in {
+		if x.Event.Seq > 12 {
+			e2.Ingest(x, epoch.Add(20*time.Hour))
+		}
+	}
+	late, normal := lateCloses(e2.Drain())
+	if len(late) != 1 || late[0].Reason.Kind != "interrupted" || late[0].Late.DanglingCause != CauseTimeout {
+		t.Fatalf("late closes after the restart: %+v", late)
+	}
+	if len(normal) != 1 || normal[0].Number != 2 {
+		t.Fatalf("turns after the restart: %+v", normal)
+	}
+}

@@ -27,6 +27,19 @@ type Mark struct {
 	Provider string `json:"provider,omitempty"`
 	Model    string `json:"model,omitempty"`
 	Gappy    bool   `json:"gappy,omitempty"`
+	// Dangled is the session's latest turn closed as dangling that dsh
+	// may still end (late.go), so its late close survives a restart.
+	Dangled *DangledMark `json:"dangled,omitempty"`
+}
+
+// DangledMark is a dangling turn remembered across a restart: its number,
+// agent, cause and emitted end, and when it was declared dangling.
+type DangledMark struct {
+	Turn  int64     `json:"turn"`
+	Agent string    `json:"agent,omitempty"`
+	Cause string    `json:"cause"`
+	End   int64     `json:"end"`
+	At    time.Time `json:"at"`
 }
 
 // Mark returns the session's mark; false when the engine does not track
@@ -39,6 +52,9 @@ func (e *Engine) Mark(id string) (Mark, bool) {
 	m := Mark{Started: s.started, Next: s.next, LastClosedTurn: s.cur.LastClosed(),
 		Provider: s.provider, Model: s.model, Gappy: s.gappy, Retain: math.MaxInt64,
 		LastTurn: s.validator.LastTurn()}
+	if d := s.dangled; d != nil {
+		m.Dangled = &DangledMark{Turn: d.number, Agent: d.agent, Cause: d.cause, End: d.end, At: d.at}
+	}
 	switch {
 	case s.turn != nil:
 		m.Retain, m.Open = s.turn.t.StartSeq, s.turn.t.Number
@@ -69,6 +85,9 @@ func (e *Engine) Resume(id string, m Mark, now time.Time) {
 	s.gappy = m.Gappy
 	s.cur.SetLastClosed(m.LastClosedTurn)
 	s.provider, s.model = m.Provider, m.Model
+	if d := m.Dangled; d != nil {
+		s.dangled = &dangled{number: d.Turn, agent: d.Agent, cause: d.Cause, end: d.End, at: d.At}
+	}
 	if m.Started {
 		// Where the open turn begins when there is one: its events are
 		// re-applied from there.
@@ -94,4 +113,14 @@ func (e *Engine) DrainForgotten() []string {
 	out := e.forgotten
 	e.forgotten = nil
 	return out
+}
+
+// Equal reports whether two marks say the same.
+func (m Mark) Equal(o Mark) bool {
+	a, b := m.Dangled, o.Dangled
+	m.Dangled, o.Dangled = nil, nil
+	if m != o || (a == nil) != (b == nil) {
+		return false
+	}
+	return a == nil || a.Turn == b.Turn && a.Agent == b.Agent && a.Cause == b.Cause && a.End == b.End && a.At.Equal(b.At)
 }

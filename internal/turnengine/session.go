@@ -139,12 +139,12 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 	}
 	switch pl.Stray {
 	case turnmodel.Late:
-		if !s.late(ev, now) {
+		if !s.late(ev, now, restoring) && !restoring {
 			e.stats.Late++
 		}
 		return
 	case turnmodel.Orphan:
-		if !s.orphanEnd(ev, now) {
+		if !s.orphanEnd(ev, now) && !restoring {
 			e.stats.Orphans++
 		}
 		return
