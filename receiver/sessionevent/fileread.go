@@ -11,6 +11,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/consumer/consumererror"
@@ -125,9 +126,19 @@ func (b *fileBatch) full() bool { return b.n >= batchRows || b.bytes >= batchByt
 var errRefused = errors.New("delivery refused")
 
 // readPlain reads complete lines from live.pos to size.
+// plainReaders are the read buffers of plain files (256 KiB each), shared
+// by the files read one after another: nothing read is kept in them past
+// readPlain (each line is copied out before it is handled).
+var plainReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 256<<10) }}
+
 func (t *fileSource) readPlain(ctx context.Context, tf *tailedFile, f *os.File, size int64) error {
 	live := tf.live
-	br := bufio.NewReaderSize(io.NewSectionReader(f, live.pos, size-live.pos), 256<<10)
+	br := plainReaders.Get().(*bufio.Reader)
+	br.Reset(io.NewSectionReader(f, live.pos, size-live.pos))
+	defer func() {
+		br.Reset(nil) // no file held by the pool
+		plainReaders.Put(br)
+	}()
 	batch := newFileBatch()
 	committed := live.pos // the last line boundary
 	var acc []byte
