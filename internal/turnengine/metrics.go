@@ -383,7 +383,7 @@ func finishReason(a *Attempt) string {
 }
 
 func (m *Metrics) recordAttempt(t *Turn, st *Step, a *Attempt, trace pcommon.TraceID, now time.Time) {
-	provider := kv{"gen_ai.provider.name", m.capped("provider", a.Provider)}
+	provider := kv{"gen_ai.provider.name", m.capped("provider", ProviderName(a.Provider))}
 	model := kv{"gen_ai.request.model", m.capped("model", a.Model)}
 	op := kv{"gen_ai.operation.name", "chat"}
 	ex := exemplar{traceID: trace, spanID: ChatSpanID(t.SessionID, t.Number, st.Number, a.Index), at: msToNanos(a.EndTime)}

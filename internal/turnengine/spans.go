@@ -9,6 +9,17 @@ import (
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
+// ProviderName is gen_ai.provider.name for a dsh provider id: the
+// conventions' well-known value where there is one (dsh's
+// "deepseek-official" route is the conventions' "deepseek"), else dsh's id.
+func ProviderName(dsh string) string {
+	switch dsh {
+	case "deepseek-official":
+		return "deepseek"
+	}
+	return dsh
+}
+
 // ScopeName is the instrumentation scope of everything the engine emits.
 const ScopeName = "github.com/dshtrace/dshtrace/connector/turnstate"
 
@@ -220,7 +231,11 @@ func appendChat(spans ptrace.SpanSlice, t *Turn, st *Step, at *Attempt, trace pc
 	a.PutStr("gen_ai.operation.name", "chat")
 	a.PutStr("gen_ai.conversation.id", t.SessionID)
 	if at.Provider != "" {
-		a.PutStr("gen_ai.provider.name", at.Provider)
+		name := ProviderName(at.Provider)
+		a.PutStr("gen_ai.provider.name", name)
+		if name != at.Provider {
+			a.PutStr("dsh.provider", at.Provider) // dsh's own id of the route
+		}
 	}
 	if at.Model != "" {
 		a.PutStr("gen_ai.request.model", at.Model)
