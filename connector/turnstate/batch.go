@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
@@ -33,65 +34,48 @@ func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time, keep map[s
 	var groups []*group
 	bySession := map[string]*group{}
 	var notSession, invalid int64
-	rls := ld.ResourceLogs()
-	// Headers first: a header fixes the format its session's rows decode in,
-	// and may come after them in a batch.
-	for _, headers := range []bool{true, false} {
-		for i := 0; i < rls.Len(); i++ {
-			rl := rls.At(i)
-			sls := rl.ScopeLogs()
-			for j := 0; j < sls.Len(); j++ {
-				lrs := sls.At(j).LogRecords()
-				for k := 0; k < lrs.Len(); k++ {
-					lr := lrs.At(k)
-					if (lr.EventName() == logrecord.EventNameHeader) != headers {
-						continue
-					}
-					rec, err := c.reader.Read(rl.Resource(), lr)
-					if errors.Is(err, logrecord.ErrNotSession) {
-						notSession++
-						continue
-					}
-					if err != nil {
-						invalid++
-						c.logger.Debug("Undecodable session record", zap.Error(err))
-						continue
-					}
-					if !restoring {
-						for _, p := range rec.Row.Problems {
-							c.engine.RecordViolation(p.Code, now)
-						}
-					}
-					switch rec.Row.Kind {
-					case sessionlog.RowInvalid:
-						invalid++
-						continue
-					case sessionlog.RowOther:
-						notSession++
-						continue
-					}
-					g := bySession[rec.SessionID]
-					if g == nil {
-						g = &group{id: rec.SessionID}
-						bySession[rec.SessionID] = g
-						groups = append(groups, g)
-					}
-					if keep != nil {
-						keepRecord(keep, rec, rl.Resource(), lr)
-					}
-					for e := range rec.Row.Events {
-						g.inputs = append(g.inputs, turnengine.Input{
-							SessionID: rec.SessionID,
-							Event:     &rec.Row.Events[e],
-							Format:    rec.Format,
-							Header:    rec.Header,
-							Gappy:     rec.Origin == logrecord.OriginDshV0,
-						})
-					}
-				}
+	c.reader.ReadBatch(ld, func(res pcommon.Resource, lr plog.LogRecord, rec logrecord.Record, err error) {
+		if errors.Is(err, logrecord.ErrNotSession) {
+			notSession++
+			return
+		}
+		if err != nil {
+			invalid++
+			c.logger.Debug("Undecodable session record", zap.Error(err))
+			return
+		}
+		if !restoring {
+			for _, p := range rec.Row.Problems {
+				c.engine.RecordViolation(p.Code, now)
 			}
 		}
-	}
+		switch rec.Row.Kind {
+		case sessionlog.RowInvalid:
+			invalid++
+			return
+		case sessionlog.RowOther:
+			notSession++
+			return
+		}
+		g := bySession[rec.SessionID]
+		if g == nil {
+			g = &group{id: rec.SessionID}
+			bySession[rec.SessionID] = g
+			groups = append(groups, g)
+		}
+		if keep != nil {
+			keepRecord(keep, rec, res, lr)
+		}
+		for e := range rec.Row.Events {
+			g.inputs = append(g.inputs, turnengine.Input{
+				SessionID: rec.SessionID,
+				Event:     &rec.Row.Events[e],
+				Format:    rec.Format,
+				Header:    rec.Header,
+				Gappy:     rec.Origin == logrecord.OriginDshV0,
+			})
+		}
+	})
 	if !restoring {
 		c.tel.AddDropped(ctx, metadata.ReasonNotSession, notSession)
 		c.tel.AddDropped(ctx, metadata.ReasonInvalid, invalid)

@@ -191,3 +191,28 @@ func (r *Reader) decode(session string, origin Origin, body []byte, header bool,
 	}
 	return Record{SessionID: session, Origin: origin, Row: row, Format: st.dec.Format(), Header: st.header}, nil
 }
+
+// ReadBatch reads every record of ld and calls fn with each, in the
+// batch's order except that header records come first: a header fixes the
+// format its session's rows decode in, and may come after them in a batch.
+// err is what Read returned (ErrNotSession for a record of no dsh session).
+func (r *Reader) ReadBatch(ld plog.Logs, fn func(res pcommon.Resource, lr plog.LogRecord, rec Record, err error)) {
+	rls := ld.ResourceLogs()
+	for _, headers := range []bool{true, false} {
+		for i := 0; i < rls.Len(); i++ {
+			rl := rls.At(i)
+			sls := rl.ScopeLogs()
+			for j := 0; j < sls.Len(); j++ {
+				lrs := sls.At(j).LogRecords()
+				for k := 0; k < lrs.Len(); k++ {
+					lr := lrs.At(k)
+					if (lr.EventName() == EventNameHeader) != headers {
+						continue
+					}
+					rec, err := r.Read(rl.Resource(), lr)
+					fn(rl.Resource(), lr, rec, err)
+				}
+			}
+		}
+	}
+}

@@ -140,59 +140,44 @@ func (p *stamper) read(ld plog.Logs, n *counts) ([]slot, []*group) {
 	var slots []slot
 	var groups []*group
 	bySession := map[string]*group{}
-	rls := ld.ResourceLogs()
-	for _, headers := range []bool{true, false} {
-		for i := 0; i < rls.Len(); i++ {
-			rl := rls.At(i)
-			sls := rl.ScopeLogs()
-			for j := 0; j < sls.Len(); j++ {
-				lrs := sls.At(j).LogRecords()
-				for k := 0; k < lrs.Len(); k++ {
-					lr := lrs.At(k)
-					if (lr.EventName() == logrecord.EventNameHeader) != headers {
-						continue
-					}
-					rec, err := p.reader.Read(rl.Resource(), lr)
-					switch {
-					case errors.Is(err, logrecord.ErrNotSession):
-						n.passed++
-						continue
-					case err != nil:
-						n.invalid++
-						continue
-					}
-					switch rec.Row.Kind {
-					case sessionlog.RowInvalid:
-						n.invalid++
-						continue
-					case sessionlog.RowOther:
-						// A dsh status row: no session event.
-						n.passed++
-						continue
-					case sessionlog.RowHeader:
-						// The reader keeps it for the session's events.
-						n.unplaced++
-						continue
-					}
-					if len(rec.Row.Events) == 0 {
-						n.unplaced++
-						continue
-					}
-					g := bySession[rec.SessionID]
-					if g == nil {
-						g = &group{id: rec.SessionID}
-						bySession[rec.SessionID] = g
-						groups = append(groups, g)
-					}
-					slots = append(slots, slot{lr: lr})
-					for e := range rec.Row.Events {
-						g.items = append(g.items, item{slot: len(slots) - 1, event: &rec.Row.Events[e],
-							format: rec.Format, header: rec.Header})
-					}
-				}
-			}
+	p.reader.ReadBatch(ld, func(_ pcommon.Resource, lr plog.LogRecord, rec logrecord.Record, err error) {
+		switch {
+		case errors.Is(err, logrecord.ErrNotSession):
+			n.passed++
+			return
+		case err != nil:
+			n.invalid++
+			return
 		}
-	}
+		switch rec.Row.Kind {
+		case sessionlog.RowInvalid:
+			n.invalid++
+			return
+		case sessionlog.RowOther:
+			// A dsh status row: no session event.
+			n.passed++
+			return
+		case sessionlog.RowHeader:
+			// The reader keeps it for the session's events.
+			n.unplaced++
+			return
+		}
+		if len(rec.Row.Events) == 0 {
+			n.unplaced++
+			return
+		}
+		g := bySession[rec.SessionID]
+		if g == nil {
+			g = &group{id: rec.SessionID}
+			bySession[rec.SessionID] = g
+			groups = append(groups, g)
+		}
+		slots = append(slots, slot{lr: lr})
+		for e := range rec.Row.Events {
+			g.items = append(g.items, item{slot: len(slots) - 1, event: &rec.Row.Events[e],
+				format: rec.Format, header: rec.Header})
+		}
+	})
 	return slots, groups
 }
 
