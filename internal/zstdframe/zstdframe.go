@@ -12,7 +12,7 @@ import (
 
 // A dsh .jsonl.zstd file is a concatenation of independent Zstandard
 // frames, each one durable append batch of whole rows (docs/format.md §2.4).
-// Size walks a frame's header and block headers (RFC 8878 §3.1) to learn its
+// Size walks a frame's header and block headers (the zstd frame format, RFC 8878 section 3.1) to learn its
 // compressed size without decompressing anything.
 
 const (

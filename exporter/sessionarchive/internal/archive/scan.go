@@ -220,7 +220,7 @@ func scanZstd(f *os.File, size int64) (fileInfo, error) {
 }
 
 // walkFrames lists the complete frames at the start of a zstd file by
-// their headers and block sizes, without decompressing (RFC 8878 §3.1);
+// their headers and block sizes, without decompressing (the zstd frame format, RFC 8878 section 3.1);
 // it stops at the first incomplete or unrecognized one.
 func walkFrames(f *os.File, size int64) []frame {
 	var out []frame
