@@ -2,14 +2,14 @@ package turnstate
 
 import (
 	"context"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dshtrace/dshtrace/internal/testcorpus/testrecords"
 
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
@@ -27,7 +27,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
-	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/sessionlog"
@@ -202,37 +201,7 @@ func corpusPath(t testing.TB, rel string) string {
 // the number of logical events.
 func buildRecords(t testing.TB, path, fallback string) (plog.Logs, int) {
 	t.Helper()
-	f, err := os.Open(path)
-	require.NoError(t, err)
-	defer f.Close()
-	dec, err := sessionlog.NewDecoder(f, sessionlog.Options{})
-	require.NoError(t, err)
-	defer dec.Close()
-	ld := plog.NewLogs()
-	bySession := map[string]plog.LogRecordSlice{}
-	tr := logrecord.NewTracker(0)
-	events := 0
-	for {
-		row, err := dec.Next()
-		if errors.Is(err, io.EOF) {
-			return ld, events
-		}
-		require.NoError(t, err)
-		id := row.SessionID
-		if row.Wrapper == sessionlog.WrapNone {
-			id = fallback
-			if h := dec.Header(); h != nil && h.ID != "" {
-				id = h.ID
-			}
-		}
-		lrs, ok := bySession[id]
-		if !ok {
-			lrs = logrecord.NewResourceLogs(ld, id, nil)
-			bySession[id] = lrs
-		}
-		tr.Append(lrs, id, row, dec.Format(), epoch)
-		events += len(row.Events)
-	}
+	return testrecords.Receiver(t, path, fallback, epoch)
 }
 
 // batches splits the records of ld into batches of at most n records,

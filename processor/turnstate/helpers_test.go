@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dshtrace/dshtrace/internal/testcorpus/testrecords"
+
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/confmap"
@@ -226,17 +228,7 @@ func batches(ld plog.Logs, n int) []plog.Logs {
 // attributes the receiver stamps removed, so only the processor's show.
 func receiverRecords(t testing.TB, path string) plog.Logs {
 	t.Helper()
-	ld := plog.NewLogs()
-	bySession := map[string]plog.LogRecordSlice{}
-	tr := logrecord.NewTracker(0)
-	for _, r := range testlog.Rows(t, path, "fallback-session") {
-		lrs, ok := bySession[r.Session]
-		if !ok {
-			lrs = logrecord.NewResourceLogs(ld, r.Session, nil)
-			bySession[r.Session] = lrs
-		}
-		tr.Append(lrs, r.Session, r.Row, r.Format, epoch)
-	}
+	ld, _ := testrecords.Receiver(t, path, "fallback-session", epoch)
 	forEachRecord(ld, func(_ pcommon.Resource, lr plog.LogRecord) {
 		lr.SetTraceID(pcommon.TraceID{})
 		lr.SetSpanID(pcommon.SpanID{})
