@@ -38,7 +38,7 @@ func TestAuthIngest(t *testing.T) {
 	}
 	dir := t.TempDir()
 	certFile, keyFile, pool := selfSigned(t, dir)
-	requireFree(t, "127.0.0.1:34420", "127.0.0.1:34421", "127.0.0.1:33134", "127.0.0.1:18890", "127.0.0.1:38890")
+	requireFree(t, "127.0.0.1:14420", "127.0.0.1:14421", "127.0.0.1:13134", "127.0.0.1:18890", "127.0.0.1:17890")
 	sum := sha1.Sum([]byte("s3cret"))
 	htpasswd := filepath.Join(dir, "ingest.htpasswd")
 	if err := os.WriteFile(htpasswd, []byte("alice:{SHA}"+base64.StdEncoding.EncodeToString(sum[:])+"\n"), 0o600); err != nil {
@@ -48,12 +48,12 @@ func TestAuthIngest(t *testing.T) {
 	p := start(t, dir, "otelcol-dsh-auth", bin, []string{
 		"DSH_INGEST_TOKEN=" + token, "HTPASSWD_FILE=" + htpasswd,
 		"TLS_CERT_FILE=" + certFile, "TLS_KEY_FILE=" + keyFile,
-		"AGENTS_ENDPOINT=127.0.0.1:34420", "UPLOADS_ENDPOINT=127.0.0.1:34421",
-		"HEALTH_ENDPOINT=127.0.0.1:33134", "PROMETHEUS_ENDPOINT=127.0.0.1:18890",
-		"TELEMETRY_HOST=127.0.0.1", "TELEMETRY_PORT=38890",
+		"AGENTS_ENDPOINT=127.0.0.1:14420", "UPLOADS_ENDPOINT=127.0.0.1:14421",
+		"HEALTH_ENDPOINT=127.0.0.1:13134", "PROMETHEUS_ENDPOINT=127.0.0.1:18890",
+		"TELEMETRY_HOST=127.0.0.1", "TELEMETRY_PORT=17890",
 		"TRACES_OTLP_ENDPOINT=127.0.0.1:24317", "STATE_DIR=" + filepath.Join(dir, "auth-state"),
 	}, "--config=../deploy/collector/auth-ingest.yaml")
-	poll(t, "healthy", 30*time.Second, httpOK("http://127.0.0.1:33134/"), p)
+	poll(t, "healthy", 30*time.Second, httpOK("http://127.0.0.1:13134/"), p)
 
 	tlsClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	send := func(url string, auth func(*http.Request)) (int, string) {
@@ -77,7 +77,7 @@ func TestAuthIngest(t *testing.T) {
 	basic := func(user, pass string) func(*http.Request) {
 		return func(r *http.Request) { r.SetBasicAuth(user, pass) }
 	}
-	agents, uploads := "https://127.0.0.1:34420/v1/sessions/e2e-auth-agent/events", "https://127.0.0.1:34421/v1/sessions/e2e-auth-upload/events"
+	agents, uploads := "https://127.0.0.1:14420/v1/sessions/e2e-auth-agent/events", "https://127.0.0.1:14421/v1/sessions/e2e-auth-upload/events"
 	for _, c := range []struct {
 		name string
 		url  string
@@ -98,7 +98,7 @@ func TestAuthIngest(t *testing.T) {
 		}
 	}
 	// Plain HTTP is refused: the listeners speak TLS only.
-	if resp, err := client.Post("http://127.0.0.1:34420/v1/sessions/x/events", "application/x-ndjson", bytes.NewReader(body)); err == nil {
+	if resp, err := client.Post("http://127.0.0.1:14420/v1/sessions/x/events", "application/x-ndjson", bytes.NewReader(body)); err == nil {
 		if resp.StatusCode == http.StatusAccepted {
 			t.Error("plain HTTP accepted")
 		}
@@ -107,7 +107,7 @@ func TestAuthIngest(t *testing.T) {
 	// Exactly the two authenticated posts became records.
 	want := float64(2 * rows(body))
 	poll(t, "the two authenticated posts accepted", 30*time.Second, func() error {
-		n, err := acceptedFrom(context.Background(), "http://127.0.0.1:38890/metrics")
+		n, err := acceptedFrom(context.Background(), "http://127.0.0.1:17890/metrics")
 		if err == nil && n != want {
 			err = fmt.Errorf("%v log records accepted, want %v", n, want)
 		}

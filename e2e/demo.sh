@@ -78,7 +78,7 @@ wait_http() {
 
 # Every port the demo opens (e2e/jaeger.yaml, e2e/otelcol.yaml, Prometheus
 # below) must be free: the e2e suite uses the same ones.
-for port in 24317 24318 26685 26686 23133 34317 34318 34320 33133 18889 38888 19090; do
+for port in 24317 24318 26685 26686 23133 14317 14318 14320 13133 18889 17888 19090; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     echo "demo: 127.0.0.1:$port is in use (another make demo, or make e2e, running?)" >&2
     exit 1
@@ -109,7 +109,7 @@ done
 spawn jaeger "$JAEGER" "${jaeger_args[@]}"
 wait_http http://127.0.0.1:23133/status
 spawn otelcol-dsh env E2E_DSH_ROOT="$root" E2E_STATE_DIR="$run/state" "$OTELCOL_DSH" --config=otelcol.yaml
-wait_http http://127.0.0.1:33133/
+wait_http http://127.0.0.1:13133/
 spawn prometheus "$PROMETHEUS" --config.file=prometheus.yaml --storage.tsdb.path="$run/prometheus" \
   --web.listen-address=127.0.0.1:19090 --enable-feature=exemplar-storage
 wait_http http://127.0.0.1:19090/-/ready
@@ -118,12 +118,12 @@ wait_http http://127.0.0.1:19090/-/ready
 for f in "$repo"/testdata/seed/sample.jsonl "$repo"/testdata/dialects/{v1-header,v2-stream,v3-system,v4-forked,seed-bare-reason}.jsonl; do
   name=$(basename "$f" .jsonl)
   printf 'POST /v1/sessions/demo-%s/events: ' "$name"
-  curl -sS -X POST "http://127.0.0.1:34320/v1/sessions/demo-$name/events" \
+  curl -sS -X POST "http://127.0.0.1:14320/v1/sessions/demo-$name/events" \
     -H 'Content-Type: application/x-ndjson' --data-binary @"$f"
 done
 for f in "$repo"/testdata/dialects/wrap-{envelope,jsonrpc,streamjson}.jsonl; do
   printf 'POST /v1/session-events (%s): ' "$(basename "$f")"
-  curl -sS -X POST http://127.0.0.1:34320/v1/session-events \
+  curl -sS -X POST http://127.0.0.1:14320/v1/session-events \
     -H 'Content-Type: application/x-ndjson' --data-binary @"$f"
 done
 
@@ -169,7 +169,7 @@ Prometheus $prom/api/v1/query?query=sum+by+(dsh_turn_end_reason)+(dsh_turns_tota
            is complete, and Grafana from deploy/compose shows the dashboard)
 Collector metrics   http://127.0.0.1:18889/metrics
 Post more sessions  curl -X POST -H 'Content-Type: application/x-ndjson' \\
-                      --data-binary @testdata/dialects/v4-tools.jsonl http://127.0.0.1:34320/v1/sessions/my-session/events
+                      --data-binary @testdata/dialects/v4-tools.jsonl http://127.0.0.1:14320/v1/sessions/my-session/events
 Tailed dsh root     $root
 
 MSG

@@ -38,10 +38,10 @@ import (
 const (
 	jaegerQuery   = "http://127.0.0.1:26686"
 	jaegerHealth  = "http://127.0.0.1:23133/status"
-	collectorHTTP = "http://127.0.0.1:34320"
-	collectorHC   = "http://127.0.0.1:33133/"
+	collectorHTTP = "http://127.0.0.1:14320"
+	collectorHC   = "http://127.0.0.1:13133/"
 	exporterURL   = "http://127.0.0.1:18889/metrics"
-	selfURL       = "http://127.0.0.1:38888/metrics"
+	selfURL       = "http://127.0.0.1:17888/metrics"
 	promURL       = "http://127.0.0.1:19090"
 	promListen    = "127.0.0.1:19090"
 	exporterJob   = "otelcol-dsh"
@@ -61,7 +61,7 @@ func TestEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	dshRoot := filepath.Join(dir, "dsh", "sessions")
 	requireFree(t, "127.0.0.1:24317", "127.0.0.1:24318", "127.0.0.1:26685", "127.0.0.1:26686", "127.0.0.1:23133",
-		"127.0.0.1:34317", "127.0.0.1:34318", "127.0.0.1:34320", "127.0.0.1:33133", "127.0.0.1:18889", "127.0.0.1:38888", promListen)
+		"127.0.0.1:14317", "127.0.0.1:14318", "127.0.0.1:14320", "127.0.0.1:13133", "127.0.0.1:18889", "127.0.0.1:17888", promListen)
 	var live session
 	var tailRows int
 	for _, s := range ss {

@@ -48,8 +48,8 @@ func TestKafkaTwoTier(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	requireFree(t, "127.0.0.1:29092", "127.0.0.1:24317", "127.0.0.1:26686", "127.0.0.1:23133", "127.0.0.1:34430", "127.0.0.1:33150",
-		"127.0.0.1:38950", "127.0.0.1:33151", "127.0.0.1:18951", "127.0.0.1:38951", "127.0.0.1:33152", "127.0.0.1:18952", "127.0.0.1:38952")
+	requireFree(t, "127.0.0.1:29092", "127.0.0.1:24317", "127.0.0.1:26686", "127.0.0.1:23133", "127.0.0.1:14430", "127.0.0.1:13150",
+		"127.0.0.1:17950", "127.0.0.1:13151", "127.0.0.1:18951", "127.0.0.1:17951", "127.0.0.1:13152", "127.0.0.1:18952", "127.0.0.1:17952")
 
 	kfake := start(t, dir, "kfake", kfakeBin, nil, "-port=29092", "-partitions="+strconv.Itoa(kafkaPartitions))
 	jaeger := start(t, dir, "jaeger", jaegerBin, nil, "--config", "jaeger.yaml")
@@ -58,8 +58,8 @@ func TestKafkaTwoTier(t *testing.T) {
 
 	common := []string{"KAFKA_BROKERS=127.0.0.1:29092", "TELEMETRY_HOST=127.0.0.1"}
 	nodes := []turnStateNode{
-		{agent: "node-a", health: "127.0.0.1:33151", metrics: "127.0.0.1:18951", self: "127.0.0.1:38951"},
-		{agent: "node-b", health: "127.0.0.1:33152", metrics: "127.0.0.1:18952", self: "127.0.0.1:38952"},
+		{agent: "node-a", health: "127.0.0.1:13151", metrics: "127.0.0.1:18951", self: "127.0.0.1:17951"},
+		{agent: "node-b", health: "127.0.0.1:13152", metrics: "127.0.0.1:18952", self: "127.0.0.1:17952"},
 	}
 	for _, n := range nodes {
 		env := append([]string{
@@ -75,10 +75,10 @@ func TestKafkaTwoTier(t *testing.T) {
 		procs = append(procs, p)
 	}
 	ingest := start(t, dir, "ingest", otelcolBin, append([]string{
-		"SESSION_EVENT_ENDPOINT=127.0.0.1:34430", "HEALTH_ENDPOINT=127.0.0.1:33150",
-		"STATE_DIR=" + filepath.Join(dir, "ingest-state"), "TELEMETRY_PORT=38950",
+		"SESSION_EVENT_ENDPOINT=127.0.0.1:14430", "HEALTH_ENDPOINT=127.0.0.1:13150",
+		"STATE_DIR=" + filepath.Join(dir, "ingest-state"), "TELEMETRY_PORT=17950",
 	}, common...), "--config=../deploy/collector/kafka-ingest.yaml")
-	poll(t, "ingest healthy", 30*time.Second, httpOK("http://127.0.0.1:33150/"), append(procs, ingest)...)
+	poll(t, "ingest healthy", 30*time.Second, httpOK("http://127.0.0.1:13150/"), append(procs, ingest)...)
 	procs = append(procs, ingest)
 
 	// The group settles: every partition owned, each node owning some.
@@ -101,9 +101,9 @@ func TestKafkaTwoTier(t *testing.T) {
 	}, procs...)
 
 	for _, s := range ss {
-		url, via := "http://127.0.0.1:34430/v1/sessions/"+s.id+"/events", s.via
+		url, via := "http://127.0.0.1:14430/v1/sessions/"+s.id+"/events", s.via
 		if s.via == viaWire {
-			url = "http://127.0.0.1:34430/v1/session-events"
+			url = "http://127.0.0.1:14430/v1/session-events"
 		}
 		if res := post(t, url, via, s.body); res.code != http.StatusAccepted || res.Accepted == 0 {
 			t.Fatalf("%s: HTTP %d %s", s.file, res.code, res.raw)

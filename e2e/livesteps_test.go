@@ -24,7 +24,7 @@ func TestLiveSteps(t *testing.T) {
 	jaegerBin := lookPath(t, "JAEGER", toolsHint)
 	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	requireFree(t, "127.0.0.1:24317", "127.0.0.1:24318", "127.0.0.1:26685", "127.0.0.1:26686", "127.0.0.1:23133",
-		"127.0.0.1:34317", "127.0.0.1:34318", "127.0.0.1:34320", "127.0.0.1:33133", "127.0.0.1:18889", "127.0.0.1:38888")
+		"127.0.0.1:14317", "127.0.0.1:14318", "127.0.0.1:14320", "127.0.0.1:13133", "127.0.0.1:18889", "127.0.0.1:17888")
 	ctx := context.Background()
 	dir := t.TempDir()
 	env := []string{"E2E_DSH_ROOT=" + filepath.Join(dir, "none"), "E2E_STATE_DIR=" + filepath.Join(dir, "state")}

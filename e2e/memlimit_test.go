@@ -28,15 +28,15 @@ import (
 // little back off, and the peak RSS and the time the refusals last vary
 // widely from run to run (117–239 MiB, 8–38 s on a busy 2-core machine).
 // The traces go to the debug exporter, sampled down to a line now and then.
-// Ports of its own: 34440 (HTTP), 33160 (health), 38960 (self-telemetry).
+// Ports of its own: 14440 (HTTP), 13160 (health), 17960 (self-telemetry).
 const memlimitConfig = `
 extensions:
   health_check:
-    endpoint: 127.0.0.1:33160
+    endpoint: 127.0.0.1:13160
 receivers:
   session_event:
     http:
-      endpoint: 127.0.0.1:34440
+      endpoint: 127.0.0.1:14440
 processors:
   memory_limiter:
     check_interval: 100ms
@@ -67,13 +67,13 @@ service:
             exporter:
               prometheus:
                 host: 127.0.0.1
-                port: 38960
+                port: 17960
 `
 
 const (
-	memlimitHTTP = "http://127.0.0.1:34440"
-	memlimitHC   = "http://127.0.0.1:33160/"
-	memlimitSelf = "http://127.0.0.1:38960/metrics"
+	memlimitHTTP = "http://127.0.0.1:14440"
+	memlimitHC   = "http://127.0.0.1:13160/"
+	memlimitSelf = "http://127.0.0.1:17960/metrics"
 )
 
 // paddedSession is synthSession with every user message carrying pad more
@@ -112,7 +112,7 @@ func vmStatus(pid int, field string) (int64, error) {
 // posted.
 func TestMemoryLimiterOverload(t *testing.T) {
 	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
-	requireFree(t, "127.0.0.1:34440", "127.0.0.1:33160", "127.0.0.1:38960")
+	requireFree(t, "127.0.0.1:14440", "127.0.0.1:13160", "127.0.0.1:17960")
 	ctx := context.Background()
 	dir := t.TempDir()
 	begin := time.Now()

@@ -23,14 +23,14 @@ import (
 const outageConfig = `
 extensions:
   health_check:
-    endpoint: 127.0.0.1:33133
+    endpoint: 127.0.0.1:13133
   file_storage/queue:
     directory: ${env:E2E_STATE_DIR}
     create_directory: true
 receivers:
   session_event:
     http:
-      endpoint: 127.0.0.1:34320
+      endpoint: 127.0.0.1:14320
 processors:
   memory_limiter:
     check_interval: 1s
@@ -72,7 +72,7 @@ service:
             exporter:
               prometheus:
                 host: 127.0.0.1
-                port: 38888
+                port: 17888
 `
 
 // rssKiB reads a process's resident set size.
@@ -107,7 +107,7 @@ func TestBackendOutage(t *testing.T) {
 	jaegerBin := lookPath(t, "JAEGER", toolsHint)
 	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	requireFree(t, "127.0.0.1:24317", "127.0.0.1:24318", "127.0.0.1:26685", "127.0.0.1:26686", "127.0.0.1:23133",
-		"127.0.0.1:34320", "127.0.0.1:33133", "127.0.0.1:38888")
+		"127.0.0.1:14320", "127.0.0.1:13133", "127.0.0.1:17888")
 	ctx := context.Background()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "outage.yaml")

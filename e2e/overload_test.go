@@ -28,11 +28,11 @@ import (
 const overloadConfig = `
 extensions:
   health_check:
-    endpoint: 127.0.0.1:33133
+    endpoint: 127.0.0.1:13133
 receivers:
   session_event:
     http:
-      endpoint: 127.0.0.1:34320
+      endpoint: 127.0.0.1:14320
 processors:
   memory_limiter:
     check_interval: 1s
@@ -75,7 +75,7 @@ service:
             exporter:
               prometheus:
                 host: 127.0.0.1
-                port: 38888
+                port: 17888
 `
 
 // logSink is an OTLP/HTTP logs endpoint that counts every record by
@@ -139,7 +139,7 @@ func TestOverloadBackpressure(t *testing.T) {
 	jaegerBin := lookPath(t, "JAEGER", toolsHint)
 	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	requireFree(t, "127.0.0.1:24317", "127.0.0.1:24318", "127.0.0.1:26685", "127.0.0.1:26686", "127.0.0.1:23133",
-		"127.0.0.1:34320", "127.0.0.1:33133", "127.0.0.1:38888")
+		"127.0.0.1:14320", "127.0.0.1:13133", "127.0.0.1:17888")
 	ctx := context.Background()
 	dir := t.TempDir()
 

@@ -39,14 +39,14 @@ import (
 const randomKillConfig = `
 extensions:
   health_check:
-    endpoint: 127.0.0.1:35133
+    endpoint: 127.0.0.1:15133
   file_storage:
     directory: ${env:E2E_STATE_DIR}
     create_directory: true
 receivers:
   session_event:
     http:
-      endpoint: 127.0.0.1:35320
+      endpoint: 127.0.0.1:15320
       storage: file_storage
     files:
       include: ["${env:E2E_DSH_ROOT}/**/session*.jsonl*"]
@@ -112,16 +112,16 @@ service:
             exporter:
               prometheus:
                 host: 127.0.0.1
-                port: 39888
+                port: 17988
 `
 
 // The random-kill test has loopback ports of its own (Jaeger's through
 // jaeger.yaml's variables), so that no other e2e run's clients reach its
 // collector while it restarts.
 const (
-	rkHTTP         = "http://127.0.0.1:35320"
-	rkCollectorHC  = "http://127.0.0.1:35133/"
-	rkSelfURL      = "http://127.0.0.1:39888/metrics"
+	rkHTTP         = "http://127.0.0.1:15320"
+	rkCollectorHC  = "http://127.0.0.1:15133/"
+	rkSelfURL      = "http://127.0.0.1:17988/metrics"
 	rkJaegerQuery  = "http://127.0.0.1:27686"
 	rkJaegerHealth = "http://127.0.0.1:24133/status"
 )
@@ -307,7 +307,7 @@ func TestRandomKill(t *testing.T) {
 	jaegerBin := lookPath(t, "JAEGER", toolsHint)
 	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	requireFree(t, "127.0.0.1:25317", "127.0.0.1:25318", "127.0.0.1:27685", "127.0.0.1:27686", "127.0.0.1:24133",
-		"127.0.0.1:35320", "127.0.0.1:35133", "127.0.0.1:39888")
+		"127.0.0.1:15320", "127.0.0.1:15133", "127.0.0.1:17988")
 	kills := envInt(t, "DSH_SOAK_KILLS", 20)
 	seed := uint64(time.Now().UnixNano())
 	if v := os.Getenv("DSH_SOAK_SEED"); v != "" {

@@ -34,12 +34,12 @@ import (
 const stampConfig = `
 extensions:
   health_check:
-    endpoint: 127.0.0.1:33170
+    endpoint: 127.0.0.1:13170
 receivers:
   otlp:
     protocols:
       http:
-        endpoint: 127.0.0.1:34450
+        endpoint: 127.0.0.1:14450
 processors:
   turn_state:
 connectors:
@@ -70,7 +70,7 @@ service:
             exporter:
               prometheus:
                 host: 127.0.0.1
-                port: 38970
+                port: 17970
 `
 
 // otlpSink keeps every log record and span posted to it.
@@ -223,7 +223,7 @@ func chunk(ld plog.Logs, n int) []plog.Logs {
 // records leave as they came.
 func TestStampedLogsNameTheSpans(t *testing.T) {
 	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
-	requireFree(t, "127.0.0.1:34450", "127.0.0.1:33170", "127.0.0.1:38970")
+	requireFree(t, "127.0.0.1:14450", "127.0.0.1:13170", "127.0.0.1:17970")
 	sink := &otlpSink{logs: plog.NewLogs(), traces: ptrace.NewTraces()}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -239,7 +239,7 @@ func TestStampedLogsNameTheSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 	col := start(t, dir, "otelcol", otelcolBin, []string{"E2E_SINK=" + l.Addr().String()}, "--config="+cfgPath)
-	poll(t, "collector healthy", 30*time.Second, httpOK("http://127.0.0.1:33170/"), col)
+	poll(t, "collector healthy", 30*time.Second, httpOK("http://127.0.0.1:13170/"), col)
 
 	var paths []string
 	paths = append(paths, testcorpus.Testdata(t)...)
@@ -259,7 +259,7 @@ func TestStampedLogsNameTheSpans(t *testing.T) {
 				if posted == 0 {
 					first = b
 				}
-				postOTLP(t, "http://127.0.0.1:34450/v1/logs", b)
+				postOTLP(t, "http://127.0.0.1:14450/v1/logs", b)
 				posted += b.LogRecordCount()
 			}
 		}
@@ -274,10 +274,10 @@ func TestStampedLogsNameTheSpans(t *testing.T) {
 		lr.Attributes().PutStr("http.route", "/page")
 		lr.Attributes().PutInt("event.seq", int64(i)) // no session: not dsh's
 	}
-	postOTLP(t, "http://127.0.0.1:34450/v1/logs", other)
+	postOTLP(t, "http://127.0.0.1:14450/v1/logs", other)
 	posted += 3
 	// A redelivery passes unstamped, counted as duplicates.
-	postOTLP(t, "http://127.0.0.1:34450/v1/logs", first)
+	postOTLP(t, "http://127.0.0.1:14450/v1/logs", first)
 	posted += first.LogRecordCount()
 
 	poll(t, "every record through the processor", 60*time.Second, func() error {
@@ -286,7 +286,7 @@ func TestStampedLogsNameTheSpans(t *testing.T) {
 		}
 		return nil
 	}, col)
-	self := "http://127.0.0.1:38970/metrics"
+	self := "http://127.0.0.1:17970/metrics"
 	stamped, err := metricSum(context.Background(), self, "otelcol_processor_turn_state_records_stamped")
 	if err != nil {
 		t.Fatal(err)
