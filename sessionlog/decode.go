@@ -86,6 +86,9 @@ type RowDecoder struct {
 	// row (see newEventRow); nil when the row has none.
 	det   *Detail
 	chunk *Chunk
+
+	// arena, when set, holds the rows decoded (SetArena).
+	arena *Arena
 }
 
 // A row of one event, allocated together (see newEventRow).
@@ -112,6 +115,17 @@ type (
 func (d *RowDecoder) newEventRow(typ string) *Row {
 	var r *Row
 	d.det, d.chunk = nil, nil
+	if a := d.arena; a != nil {
+		r = a.rows.one()
+		r.Events = a.events.take(1)
+		switch {
+		case typ == "assistant/chunk":
+			d.chunk = a.chunks.one()
+		case hasDetail(typ):
+			d.det = a.details.one()
+		}
+		return r
+	}
 	switch {
 	case typ == "assistant/chunk":
 		o := new(rowWithChunk)
@@ -127,6 +141,14 @@ func (d *RowDecoder) newEventRow(typ string) *Row {
 		r.Events = o.ev[:]
 	}
 	return r
+}
+
+// newRow is a row without events.
+func (d *RowDecoder) newRow() *Row {
+	if d.arena != nil {
+		return d.arena.rows.one()
+	}
+	return new(Row)
 }
 
 // hasDetail reports whether events of type typ carry a Detail: exactly the
@@ -333,7 +355,7 @@ func unwrap(w *wrapping, v jv, m *record) jv {
 func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jv, m *record) (*Row, error) {
 	tv := m.typ
 	if !tv.ok() || tv.Type() != tString {
-		r := new(Row)
+		r := d.newRow()
 		w.fill(r, line, b)
 		r.Kind = RowInvalid
 		r.problem(seqOf(v), CodeEnvelopeInvalid, "record has no string \"type\"")
@@ -342,12 +364,12 @@ func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jv, m *reco
 	typ := tv.String()
 	switch typ {
 	case "session":
-		r := new(Row)
+		r := d.newRow()
 		w.fill(r, line, b)
 		return r, d.decodeHeader(r, v)
 	case "text-chunks", "reasoning-chunks", "tool-call-chunks":
 		if m.seq0.ok() || !m.seq.ok() {
-			r := new(Row)
+			r := d.newRow()
 			w.fill(r, line, b)
 			d.evidence(0, false)
 			d.decodePacked(r, v, typ)
@@ -751,11 +773,11 @@ func (d *RowDecoder) decodeData(r *Row, e *Event, data jv) {
 	switch e.Type {
 	case "assistant/attempt":
 		d.evidence(2, false)
-		e.Stream = decodeStream(data.Get("stream"))
+		e.Stream = d.decodeStream(data.Get("stream"))
 	case "assistant/chunk":
 		d.evidence(0, false)
 		e.Chunk = d.chunk
-		decodeChunk(e.Chunk, data.Get("chunk"))
+		d.decodeChunk(e.Chunk, data.Get("chunk"))
 	}
 	if d.det != nil { // the type has details (hasDetail)
 		e.Detail = d.det
@@ -912,20 +934,24 @@ func (d *RowDecoder) decodeAssistantMessage(e *Event, data jv) {
 		}
 		return true
 	})
-	e.Usage = decodeUsage(data.Get("usage"))
+	e.Usage = d.decodeUsage(data.Get("usage"))
 	e.Interrupted = data.GetBool("interrupted")
 	if s := data.Get("stream"); s.ok() {
 		d.evidence(2, false)
-		e.Stream = decodeStream(s)
+		e.Stream = d.decodeStream(s)
 	}
 }
 
-func decodeUsage(u jv) *Usage {
+func (d *RowDecoder) decodeUsage(u jv) *Usage {
 	if !u.ok() || u.Type() != tObject {
 		return nil
 	}
 	get := func(k string) int64 { n, _ := intField(u, k); return n }
-	return &Usage{
+	out := new(Usage)
+	if d.arena != nil {
+		out = d.arena.usages.one()
+	}
+	*out = Usage{
 		InputTokens:      get("inputTokens"),
 		OutputTokens:     get("outputTokens"),
 		TotalTokens:      get("totalTokens"),
@@ -933,6 +959,7 @@ func decodeUsage(u jv) *Usage {
 		CacheWriteTokens: get("cacheWriteTokens"),
 		ReasoningTokens:  get("reasoningTokens"),
 	}
+	return out
 }
 
 func decodeFailure(f jv) *Failure {
@@ -973,7 +1000,7 @@ func decodeFinish(c jv) *Finish {
 }
 
 // decodeChunk reads a StreamChunk (docs/format.md §9.3) into ch, which must be zero.
-func decodeChunk(ch *Chunk, c jv) {
+func (d *RowDecoder) decodeChunk(ch *Chunk, c jv) {
 	if !c.ok() || c.Type() != tObject {
 		return
 	}
@@ -993,14 +1020,14 @@ func decodeChunk(ch *Chunk, c jv) {
 			ch.DeltaBytes = c.Get("arguments").unescapedLen() // seed dialect
 		}
 	case "usage":
-		ch.Usage = decodeUsage(c.Get("usage"))
+		ch.Usage = d.decodeUsage(c.Get("usage"))
 	case "finish":
 		ch.Finish = decodeFinish(c)
 	}
 }
 
 // decodeStream summarizes an embedded stream (docs/format.md §5.3).
-func decodeStream(s jv) *Stream {
+func (d *RowDecoder) decodeStream(s jv) *Stream {
 	st := &Stream{}
 	at := func(t int64) {
 		if !st.HasTimes {
@@ -1018,12 +1045,15 @@ func decodeStream(s jv) *Stream {
 			if !members.ok() {
 				members = rec.Get("args")
 			}
-			var dts []int64
+			dts := d.dts[:0]
 			rec.Get("dt").each(func(x jv) bool {
 				n, _ := x.Int64()
 				dts = append(dts, n)
 				return true
 			})
+			if cap(dts) <= maxPooledNodes {
+				d.dts = dts[:0]
+			}
 			k := 0
 			members.each(func(m jv) bool {
 				if k > 0 && k-1 < len(dts) {
@@ -1044,7 +1074,7 @@ func decodeStream(s jv) *Stream {
 			c := rec.Get("chunk")
 			switch c.GetStringBytes("type") {
 			case "usage":
-				st.Usage = decodeUsage(c.Get("usage"))
+				st.Usage = d.decodeUsage(c.Get("usage"))
 			case "finish":
 				st.Finish = decodeFinish(c)
 			case "text-delta", "reasoning-delta":
@@ -1203,8 +1233,13 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	default:
 		chunkType = "tool-call-delta"
 	}
-	events := make([]Event, nMembers)
-	chunks := make([]Chunk, nMembers)
+	var events []Event
+	var chunks []Chunk
+	if a := d.arena; a != nil {
+		events, chunks = a.events.take(nMembers), a.chunks.take(nMembers)
+	} else {
+		events, chunks = make([]Event, nMembers), make([]Chunk, nMembers)
+	}
 	mnodes := members.t.nodes[m0.i : m0.i+uint32(nMembers)]
 	t := time0
 	for k := range events {

@@ -27,12 +27,8 @@ import (
 // (keepRecord). restoring: the records come from the journal and were
 // counted when they first arrived, so nothing is counted again.
 func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time, keep map[string]*kept, restoring bool) []turnengine.Input {
-	type group struct {
-		id     string
-		inputs []turnengine.Input
-	}
-	var groups []*group
-	bySession := map[string]*group{}
+	rb := &c.readBuf
+	rb.reset()
 	var notSession, invalid int64
 	c.reader.ReadBatch(ld, func(res pcommon.Resource, lr plog.LogRecord, rec logrecord.Record, err error) {
 		if errors.Is(err, logrecord.ErrNotSession) {
@@ -57,12 +53,7 @@ func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time, keep map[s
 			notSession++
 			return
 		}
-		g := bySession[rec.SessionID]
-		if g == nil {
-			g = &group{id: rec.SessionID}
-			bySession[rec.SessionID] = g
-			groups = append(groups, g)
-		}
+		g := rb.group(rec.SessionID)
 		if keep != nil {
 			keepRecord(keep, rec, res, lr)
 		}
@@ -81,6 +72,7 @@ func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time, keep map[s
 		c.tel.AddDropped(ctx, metadata.ReasonInvalid, invalid)
 	}
 	bySeq := func(a, b turnengine.Input) int { return cmp.Compare(a.Event.Seq, b.Event.Seq) }
+	groups := rb.groups[:rb.n]
 	for _, g := range groups {
 		if !slices.IsSortedFunc(g.inputs, bySeq) { // the common case: a source in order
 			slices.SortStableFunc(g.inputs, bySeq)
@@ -89,13 +81,55 @@ func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time, keep map[s
 	if len(groups) == 1 { // the common case: a batch of one session
 		return groups[0].inputs
 	}
-	n := 0
-	for _, g := range groups {
-		n += len(g.inputs)
-	}
-	out := make([]turnengine.Input, 0, n)
+	out := rb.out[:0]
 	for _, g := range groups {
 		out = append(out, g.inputs...)
 	}
+	rb.out = out
 	return out
+}
+
+// readBuf is read's memory, reused from batch to batch like the rows the
+// reader decodes (their events are valid until the next read as well):
+// a batch's inputs grouped by session in the order the sessions first
+// appear, and their concatenation.
+type readBuf struct {
+	groups    []*inputGroup
+	n         int // groups[:n] are this batch's
+	bySession map[string]*inputGroup
+	out       []turnengine.Input
+}
+
+type inputGroup struct {
+	inputs []turnengine.Input
+}
+
+func (rb *readBuf) reset() {
+	for _, g := range rb.groups[:rb.n] {
+		clear(g.inputs) // no pointer into the last batch's rows stays
+		g.inputs = g.inputs[:0]
+	}
+	clear(rb.out)
+	rb.n = 0
+	if rb.bySession == nil {
+		rb.bySession = map[string]*inputGroup{}
+	}
+	clear(rb.bySession)
+	// A batch of many sessions leaves many groups: keep a bounded number.
+	if len(rb.groups) > 1024 {
+		rb.groups = rb.groups[:1024]
+	}
+}
+
+func (rb *readBuf) group(session string) *inputGroup {
+	if g := rb.bySession[session]; g != nil {
+		return g
+	}
+	if rb.n == len(rb.groups) {
+		rb.groups = append(rb.groups, &inputGroup{})
+	}
+	g := rb.groups[rb.n]
+	rb.n++
+	rb.bySession[session] = g
+	return g
 }

@@ -54,6 +54,7 @@ type core struct {
 	clock    func() time.Time
 	engine   *turnengine.Engine
 	reader   *logrecord.Reader
+	readBuf  readBuf          // read's memory (batch.go)
 	stats    turnengine.Stats // the snapshot last recorded in self-telemetry
 	traces   consumer.Traces
 	metrics  consumer.Metrics

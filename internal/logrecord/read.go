@@ -48,6 +48,11 @@ type Reader struct {
 	max      int
 	sessions map[string]*readState
 	order    []string
+
+	// arena holds the rows of the batch being read (ReadBatch): a batch
+	// reuses the memory of the one before. batching says a ReadBatch runs.
+	arena    sessionlog.Arena
+	batching bool
 }
 
 type readState struct {
@@ -183,6 +188,11 @@ func (r *Reader) decode(session string, origin Origin, body []byte, header bool,
 		return Record{SessionID: session, Origin: origin, Row: row, Format: hd.Format(), Header: st.header}, nil
 	}
 	r.adoptVersion(st, attrs)
+	if r.batching {
+		st.dec.SetArena(&r.arena)
+	} else {
+		st.dec.SetArena(nil)
+	}
 	seq, _ := intAttr(attrs, AttrEventSeq)
 	// Rows read back have no line; the seq stands in for it in messages.
 	row, err := st.dec.Decode(body, int(seq)+1)
@@ -196,7 +206,15 @@ func (r *Reader) decode(session string, origin Origin, body []byte, header bool,
 // batch's order except that header records come first: a header fixes the
 // format its session's rows decode in, and may come after them in a batch.
 // err is what Read returned (ErrNotSession for a record of no dsh session).
+//
+// The rows and events of a batch's records live in memory the reader
+// reuses for its next batch (sessionlog.Arena): they are valid until the
+// next ReadBatch, and whoever keeps an event longer keeps a copy
+// (sessionlog.Event.Own). Rows of Read stay valid.
 func (r *Reader) ReadBatch(ld plog.Logs, fn func(res pcommon.Resource, lr plog.LogRecord, rec Record, err error)) {
+	r.arena.Reset()
+	r.batching = true
+	defer func() { r.batching = false }()
 	rls := ld.ResourceLogs()
 	for _, headers := range []bool{true, false} {
 		for i := 0; i < rls.Len(); i++ {

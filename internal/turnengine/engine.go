@@ -251,7 +251,7 @@ func (e *Engine) Ingest(in Input, now time.Time) {
 		e.apply(s, ev, now)
 		s.next = ev.Seq + 1
 	default:
-		s.buf[ev.Seq] = ev
+		s.buf[ev.Seq] = ev.Own() // held past its batch: a copy of its own
 		e.markGap(s, now)
 		if len(s.buf) > e.cfg.ReorderWindow {
 			e.stats.Overflows++

@@ -167,7 +167,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		}
 		s.turnStart(ev, now)
 	case "turn/end":
-		s.closeTurn(ev.Reason, "", ev.Time, ev.Seq, now)
+		s.closeTurn(ownReason(ev.Reason), "", ev.Time, ev.Seq, now)
 	case "step/start":
 		if ot.step != nil {
 			ot.closeStep(ev.Time, true)
@@ -416,10 +416,10 @@ func (s *session) chunk(a *Attempt, ev *sessionlog.Event) {
 			a.FirstChunkTime, a.HasFirstChunk = ev.Time, true
 		}
 	case "usage":
-		a.Usage = c.Usage
+		a.Usage = ownUsage(c.Usage)
 	case "finish":
 		a.FinishKind = s.e.name(c.Finish.Kind)
-		a.Failure = c.Finish.Failure
+		a.Failure = ownFailure(c.Finish.Failure)
 		a.EndTime, a.closed = ev.Time, true
 	}
 }
@@ -430,7 +430,7 @@ func (s *session) fromStream(a *Attempt, st *sessionlog.Stream) {
 		return
 	}
 	if st.Usage != nil {
-		a.Usage = st.Usage
+		a.Usage = ownUsage(st.Usage)
 	}
 	if st.Finish != nil {
 		a.FinishKind = s.e.name(st.Finish.Kind)
@@ -458,9 +458,9 @@ func (s *session) message(st *Step, a *Attempt, fresh bool, ev *sessionlog.Event
 	a.Committed = true
 	a.Interrupted = ev.Interrupted
 	a.MessageSeq = ev.Seq
-	a.Sources = ev.Sources
+	a.Sources = slices.Clone(ev.Sources)
 	if ev.Usage != nil { // the message's usage is authoritative for its attempt
-		a.Usage = ev.Usage
+		a.Usage = ownUsage(ev.Usage)
 	}
 	if ev.Provider != "" {
 		a.Provider = s.e.name(ev.Provider)
@@ -576,6 +576,16 @@ func ownAttrs(attrs []Attr) {
 			attrs[i].Value = strings.Clone(v)
 		}
 	}
+}
+
+// ownUsage copies a usage record out of its decoder's memory (an event's
+// pointers are valid only while its batch is read: sessionlog.Arena).
+func ownUsage(u *sessionlog.Usage) *sessionlog.Usage {
+	if u == nil {
+		return nil
+	}
+	c := *u
+	return &c
 }
 
 // ownFailure copies a model call's failure.

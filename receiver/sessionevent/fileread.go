@@ -75,6 +75,7 @@ func (t *fileSource) read(ctx context.Context, tf *tailedFile) {
 			pending:     tf.cp.clone(),
 			scratch:     plog.NewLogRecordSlice(),
 		}
+		tf.live.dec.SetArena(&tf.live.arena)
 	}
 	var readErr error
 	if tf.zstd {
@@ -335,6 +336,7 @@ func (t *fileSource) handleRow(ctx context.Context, tf *tailedFile, b []byte, re
 	if len(bytes.TrimSpace(b)) == 0 {
 		return false
 	}
+	live.arena.Reset() // the row before is handled: nothing of it is kept
 	row, err := live.dec.Decode(b, live.line)
 	if err != nil {
 		if !replay {

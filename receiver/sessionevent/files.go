@@ -125,7 +125,10 @@ type tailedFile struct {
 // liveState is the in-memory reader of a file: the decoder's and the
 // tracker's state at pos, and the checkpoint the next delivery commits.
 type liveState struct {
-	dec     *sessionlog.RowDecoder
+	dec *sessionlog.RowDecoder
+	// arena holds the row being handled: a row is done with once it is
+	// handled (handleRow), so each reuses the memory of the one before.
+	arena   sessionlog.Arena
 	tracker *logrecord.Tracker
 	line    int
 	pos     int64
