@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -99,6 +100,22 @@ type parsedBody struct {
 	bytes int64
 	// cited counts the seqs the rows' sourceEventSeqs expand to.
 	cited int
+	// arena holds the request's decoded rows (from arenas) until release.
+	arena *sessionlog.Arena
+}
+
+// arenas recycle the decoded rows of requests: a request's rows are done
+// with once it is answered (release).
+var arenas = sync.Pool{New: func() any { return new(sessionlog.Arena) }}
+
+// release frees the request's decoded rows; pb's rows are not to be read
+// after it.
+func (p *parsedBody) release() {
+	if p.arena != nil {
+		p.arena.Reset()
+		arenas.Put(p.arena)
+		p.arena = nil
+	}
 }
 
 // maxCitedSeqs bounds the seqs the sourceEventSeqs of one request may
@@ -117,7 +134,7 @@ func (p *parsedBody) ids() []string {
 // parseBody reads, decodes and judges a request body. A nil *reqError
 // means every row may be accepted.
 func parseBody(body io.Reader, o parseOptions) (*parsedBody, *reqError) {
-	pb := &parsedBody{byID: map[string]*parsedSession{}}
+	pb := &parsedBody{byID: map[string]*parsedSession{}, arena: arenas.Get().(*sessionlog.Arena)}
 	src, closeSrc, rerr := sniffBody(body, o.maxBody)
 	if rerr != nil {
 		return pb, rerr
@@ -131,6 +148,7 @@ func parseBody(body io.Reader, o parseOptions) (*parsedBody, *reqError) {
 		s := pb.byID[id]
 		if s == nil {
 			s = &parsedSession{id: id, dec: sessionlog.NewRowDecoder(o.maxLine, 0)}
+			s.dec.SetArena(pb.arena)
 			if o.version != nil {
 				if v := o.version(id); v != unknownVersion {
 					s.dec.SetFormat(sessionlog.Format{Version: v, Known: true})
@@ -144,6 +162,7 @@ func parseBody(body io.Reader, o parseOptions) (*parsedBody, *reqError) {
 	var probe *sessionlog.RowDecoder
 	if o.endpoint == endpointLines {
 		probe = sessionlog.NewRowDecoder(o.maxLine, 0)
+		probe.SetArena(pb.arena)
 	}
 
 	line, nonBlank := 0, 0

@@ -209,6 +209,7 @@ func (h *httpSource) handle(w http.ResponseWriter, req *http.Request, o parseOpt
 	o.maxBody = h.maxBody
 	o.version = h.dedup.currentVersion
 	pb, rerr := parseBody(req.Body, o)
+	defer pb.release() // the rows are done with once the request is answered
 	h.tel.BytesRead(ctx, pb.bytes)
 	if rerr != nil {
 		h.refuse(w, ctx, rerr, max(pb.rows, 1))
