@@ -95,7 +95,9 @@ func (s *slab[T]) take(n int) []T {
 		}
 		if blk := s.blocks[s.b]; s.i+n <= len(blk) {
 			out := blk[s.i : s.i+n : s.i+n]
-			clear(out) // zero already, unless a poisoned reset filled it
+			if poison { // a poisoned reset filled it; otherwise reset zeroed it
+				clear(out)
+			}
 			s.i += n
 			return out
 		}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 
@@ -101,5 +102,52 @@ func TestArenaPoisonShowsKeptEvents(t *testing.T) {
 	}
 	if own.Type != "tool/call" || own.CallID != "c1" || own.Seq != 0 || own.Row.Events[0].CallID != "c1" {
 		t.Fatalf("the event's own copy changed with the reset: %+v", *own)
+	}
+}
+
+// A stream decoded with ReuseRows yields, row by row, what one without it
+// yields: the same rows, problems, format and torn tail.
+func TestDecoderReuseRows(t *testing.T) {
+	t.Setenv("DSH_ARENA_POISON", "1")
+	paths := testcorpus.All(t)
+	root, err := testcorpus.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostile, err := filepath.Glob(filepath.Join(root, "testdata", "hostile", "*"))
+	if err != nil || len(hostile) == 0 {
+		t.Fatalf("no testdata/hostile files (%v)", err)
+	}
+	for _, p := range append(paths, hostile...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plain, err1 := sessionlog.NewDecoder(bytes.NewReader(b), sessionlog.Options{})
+		reuse, err2 := sessionlog.NewDecoder(bytes.NewReader(b), sessionlog.Options{ReuseRows: true})
+		if err1 != nil || err2 != nil {
+			t.Fatalf("%s: %v / %v", p, err1, err2)
+		}
+		for n := 1; ; n++ {
+			w, errW := plain.Next()
+			g, errG := reuse.Next()
+			if (errW == nil) != (errG == nil) || (errW != nil && errW.Error() != errG.Error()) {
+				t.Fatalf("%s: row %d: error %v with ReuseRows, %v without", p, n, errG, errW)
+			}
+			if errW != nil {
+				break
+			}
+			if !reflect.DeepEqual(w, g) {
+				t.Fatalf("%s: row %d with ReuseRows:\n%+v\nwithout:\n%+v", p, n, g, w)
+			}
+			if plain.Format() != reuse.Format() {
+				t.Fatalf("%s: row %d: format %v with ReuseRows, %v without", p, n, reuse.Format(), plain.Format())
+			}
+		}
+		if !reflect.DeepEqual(plain.Tail(), reuse.Tail()) {
+			t.Fatalf("%s: tail %v with ReuseRows, %v without", p, reuse.Tail(), plain.Tail())
+		}
+		plain.Close()
+		reuse.Close()
 	}
 }

@@ -30,6 +30,12 @@ type Options struct {
 	// HTTP body, a hand-made file). By default such a row is a torn tail:
 	// reported through Tail, not decoded, as dsh itself discards it.
 	DecodeUnterminated bool
+	// ReuseRows lets each Next reuse the memory of the row it returned
+	// before, bytes included (an Arena, and one line buffer): a row is then
+	// valid only until the next Next or Close, and whoever keeps an event longer
+	// keeps a copy (Event.Own, with the bytes copied too). For callers that
+	// are done with each row before reading the next.
+	ReuseRows bool
 }
 
 // Tail describes a torn tail (docs/format.md §2.5): a final record without its newline or
@@ -67,6 +73,33 @@ type Decoder struct {
 	compressed bool
 	ownSrc     bool  // src is the Decoder's, not the caller's
 	consumed   int64 // bytes the last readLine consumed, newline included
+
+	// With ReuseRows: the rows' memory and the line buffer, taken from
+	// reusables at the start and given back at the end of the stream.
+	reuse *reusable
+}
+
+// reusable is the memory ReuseRows decoders hand from one stream to the
+// next (a file after a file: the blocks stay warm).
+type reusable struct {
+	arena Arena
+	line  []byte
+}
+
+var reusables = sync.Pool{New: func() any { return new(reusable) }}
+
+// giveBack returns the stream's reusable memory, its last row done with.
+func (d *Decoder) giveBack() {
+	if d.reuse == nil {
+		return
+	}
+	d.reuse.arena.Reset()
+	if cap(d.reuse.line) > 1<<20 { // one long row does not pin its buffer
+		d.reuse.line = nil
+	}
+	reusables.Put(d.reuse)
+	d.reuse = nil
+	d.rows.SetArena(nil)
 }
 
 // NewDecoder returns a Decoder reading r. It sniffs the first bytes for
@@ -94,6 +127,10 @@ func NewDecoder(r io.Reader, opts Options) (*Decoder, error) {
 		d.br = d.src
 	}
 	d.rows.tape = getTape() // the stream's rows are parsed on one tape, given back by finish
+	if opts.ReuseRows {
+		d.reuse = reusables.Get().(*reusable)
+		d.rows.SetArena(&d.reuse.arena)
+	}
 	return d, nil
 }
 
@@ -121,6 +158,7 @@ func newReader(r io.Reader) (*bufio.Reader, bool) {
 // buffers stay with the zstd decoder, which reads from one of them.
 func (d *Decoder) finish() {
 	d.done = true
+	d.giveBack()
 	if d.rows.tape != nil {
 		putTape(d.rows.tape)
 		d.rows.tape = nil
@@ -132,8 +170,10 @@ func (d *Decoder) finish() {
 	}
 }
 
-// Close releases the zstd decoder, if any.
+// Close releases the zstd decoder, if any, and with ReuseRows the memory
+// of the last row.
 func (d *Decoder) Close() {
+	d.giveBack()
 	if d.zr != nil {
 		d.zr.Close()
 	}
@@ -170,6 +210,9 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 // *UnsupportedVersionError. A row that is merely bad is returned with its
 // Problems, and reading goes on.
 func (d *Decoder) Next() (*Row, error) {
+	if d.reuse != nil {
+		d.reuse.arena.Reset() // the row returned before is done with
+	}
 	for {
 		if d.done {
 			return nil, io.EOF
@@ -245,8 +288,14 @@ func (d *Decoder) readLine() (line []byte, tooLong bool, err error) {
 		if !tooLong {
 			if acc == nil && err == nil {
 				// The common case: the whole line in one fragment.
-				out := make([]byte, len(frag)-1)
-				copy(out, frag)
+				var out []byte
+				if d.reuse != nil {
+					out = append(d.reuse.line[:0], frag[:len(frag)-1]...)
+					d.reuse.line = out
+				} else {
+					out = make([]byte, len(frag)-1)
+					copy(out, frag)
+				}
 				return out, false, nil
 			}
 			acc = append(acc, frag...)
