@@ -130,6 +130,17 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if l.logger == nil {
 		l.logger = zap.NewNop()
 	}
+	// The topic first, with a client of its own: the consuming client's
+	// first metadata would otherwise miss a topic created after it.
+	admin, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID("dshtrace-changelog-"+cfg.Owner))
+	if err != nil {
+		return nil, fmt.Errorf("changelog: %w", err)
+	}
+	err = l.ensureTopic(ctx, kadm.NewClient(admin))
+	admin.Close()
+	if err != nil {
+		return nil, err
+	}
 	groupOf := cfg.Group
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(cfg.Brokers...),
@@ -151,10 +162,6 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("changelog: %w", err)
 	}
 	l.cl, l.adm = cl, kadm.NewClient(cl)
-	if err := l.ensureTopic(ctx); err != nil {
-		cl.Close()
-		return nil, err
-	}
 	runCtx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
 	go l.run(runCtx)
@@ -171,10 +178,10 @@ func partitionOf(g string, n int) int {
 // ensureTopic creates the topic, compacted, unless it exists; an existing
 // topic that is not compacted is used, with a warning (it still works,
 // until retention deletes state that is still needed).
-func (l *Log) ensureTopic(ctx context.Context) error {
+func (l *Log) ensureTopic(ctx context.Context, adm *kadm.Client) error {
 	compact := "compact"
 	maxBytes := fmt.Sprint(l.cfg.MaxRecordBytes)
-	_, err := l.adm.CreateTopic(ctx, l.cfg.Partitions, l.cfg.ReplicationFactor,
+	_, err := adm.CreateTopic(ctx, l.cfg.Partitions, l.cfg.ReplicationFactor,
 		map[string]*string{"cleanup.policy": &compact, "max.message.bytes": &maxBytes}, l.cfg.Topic)
 	switch {
 	case err == nil:
@@ -184,7 +191,7 @@ func (l *Log) ensureTopic(ctx context.Context) error {
 	default:
 		return fmt.Errorf("changelog: create topic %s: %w", l.cfg.Topic, err)
 	}
-	rcs, err := l.adm.DescribeTopicConfigs(ctx, l.cfg.Topic)
+	rcs, err := adm.DescribeTopicConfigs(ctx, l.cfg.Topic)
 	if err != nil {
 		l.logger.Warn("Changelog topic exists; its configuration could not be read", zap.String("topic", l.cfg.Topic), zap.Error(err))
 		return nil
@@ -243,12 +250,24 @@ func (l *Log) Write(ctx context.Context, ops []Op) error {
 // listed at the call: every write acknowledged before Sync was called, by
 // any process, is then in the view.
 func (l *Log) Sync(ctx context.Context) error {
-	ends, err := l.adm.ListEndOffsets(ctx, l.cfg.Topic)
-	if err == nil {
-		err = ends.Error()
-	}
-	if err != nil {
-		return fmt.Errorf("changelog: list the end offsets of %s: %w", l.cfg.Topic, err)
+	var ends kadm.ListedOffsets
+	for {
+		var err error
+		ends, err = l.adm.ListEndOffsets(ctx, l.cfg.Topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil {
+			break
+		}
+		if !kerr.IsRetriable(err) || ctx.Err() != nil {
+			return fmt.Errorf("changelog: list the end offsets of %s: %w", l.cfg.Topic, err)
+		}
+		select { // a leader moving, metadata not there yet: the client retries
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("changelog: list the end offsets of %s: %w", l.cfg.Topic, err)
+		}
 	}
 	want := map[int32]int64{}
 	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
