@@ -3,6 +3,7 @@ package turnstate
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -54,6 +55,11 @@ type Config struct {
 	// turns are closed as dangling (cause shutdown) at a clean stop and
 	// lost at a crash.
 	Storage *component.ID `mapstructure:"storage"`
+	// Changelog keeps the journal in a compacted Kafka topic instead of a
+	// storage extension, shared by every instance of a consumer group:
+	// the instance a partition moves to carries its sessions' open turns
+	// on (README "Scaling out"). Exclusive with Storage.
+	Changelog *ChangelogConfig `mapstructure:"changelog"`
 	// Prices prices model calls (USD per million tokens, by provider and
 	// model, optionally by date range): the cost on chat and turn spans and
 	// the dsh.usage.cost counter. They come before the built-in prices of
@@ -65,6 +71,77 @@ type Config struct {
 
 	// prevent unkeyed literal initialization
 	_ struct{}
+}
+
+// ChangelogConfig is the journal's Kafka changelog topic.
+type ChangelogConfig struct {
+	// Brokers are the seed brokers (host:port).
+	Brokers []string `mapstructure:"brokers"`
+	// Topic is the changelog topic, created compacted if absent.
+	Topic string `mapstructure:"topic"`
+	// Owner names this instance in the records it writes (with a nonce
+	// per start): a stable name per instance, such as the pod's. At start
+	// the instance resumes the sessions an earlier start of the same owner
+	// wrote last.
+	Owner string `mapstructure:"owner"`
+	// Partitions and ReplicationFactor apply when the connector creates
+	// the topic (-1: the broker's defaults). Never add partitions to an
+	// existing changelog: a session's keys would then hash elsewhere.
+	Partitions        int32 `mapstructure:"partitions"`
+	ReplicationFactor int16 `mapstructure:"replication_factor"`
+	// MaxRecordBytes bounds one record: a session's records of one batch
+	// are one record. At least the largest Kafka message the logs come in.
+	MaxRecordBytes int32 `mapstructure:"max_record_bytes"`
+	// Timeout bounds each write and each read up to the topic's end; past
+	// it the batch is refused, and its sender retries it.
+	Timeout time.Duration `mapstructure:"timeout"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// Changelog defaults, applied to a changelog section's unset fields.
+const (
+	defaultChangelogTopic      = "dsh-turn-state-changelog"
+	defaultChangelogPartitions = 12
+	defaultChangelogMaxRecord  = 8 << 20
+	defaultChangelogTimeout    = 10 * time.Second
+)
+
+func (c ChangelogConfig) withDefaults() ChangelogConfig {
+	if c.Topic == "" {
+		c.Topic = defaultChangelogTopic
+	}
+	if c.Partitions == 0 {
+		c.Partitions = defaultChangelogPartitions
+	}
+	if c.ReplicationFactor == 0 {
+		c.ReplicationFactor = -1
+	}
+	if c.MaxRecordBytes == 0 {
+		c.MaxRecordBytes = defaultChangelogMaxRecord
+	}
+	if c.Timeout == 0 {
+		c.Timeout = defaultChangelogTimeout
+	}
+	return c
+}
+
+func (c ChangelogConfig) validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("changelog::brokers must name at least one broker"))
+	}
+	if c.Owner == "" {
+		errs = append(errs, errors.New("changelog::owner must not be empty (a stable name per instance, e.g. ${env:HOSTNAME})"))
+	}
+	if strings.Contains(c.Owner, "/") {
+		errs = append(errs, fmt.Errorf("changelog::owner %q must not contain '/'", c.Owner))
+	}
+	if c.Partitions < -1 || c.ReplicationFactor < -1 || c.MaxRecordBytes < 0 || c.Timeout < 0 {
+		errs = append(errs, errors.New("changelog: partitions, replication_factor, max_record_bytes and timeout must not be negative (-1: the broker's default partitions and replication)"))
+	}
+	return errors.Join(errs...)
 }
 
 // PriceConfig is one entry of the price table: a provider's model, its
@@ -134,6 +211,14 @@ func (c *Config) Validate() error {
 	positive("max_content_bytes", c.MaxContentBytes)
 	positive("max_attribute_values", c.MaxAttributeValues)
 	positive("reorder_window", c.ReorderWindow)
+	if c.Changelog != nil {
+		if c.Storage != nil {
+			errs = append(errs, errors.New("storage and changelog are exclusive: the journal is kept in one of them"))
+		}
+		if err := c.Changelog.validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if _, err := c.priceTable(); err != nil {
 		errs = append(errs, err)
 	}

@@ -106,6 +106,9 @@ func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core
 
 // A pass is one trip along the drain → emit → journal path (settle).
 type pass struct {
+	// prepare runs first, under drainMu alone: it may wait for the network
+	// (the changelog view's sync); an error ends the pass unapplied.
+	prepare func(ctx context.Context) error
 	// change applies what the pass is for to the engine. It runs under mu
 	// and returns the records to journal, by session (nil for none).
 	change func(now time.Time) map[string]*kept
@@ -149,6 +152,11 @@ func (c *core) settle(ctx context.Context, p pass) error {
 	c.drainMu.Lock()
 	defer c.drainMu.Unlock()
 
+	if p.prepare != nil {
+		if err := p.prepare(ctx); err != nil {
+			return err
+		}
+	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -185,13 +193,30 @@ func (c *core) settle(ctx context.Context, p pass) error {
 	return c.writeJournal(ctx, ops)
 }
 
-// consume applies one batch of log records.
+// consume applies one batch of log records. With a changelog the view is
+// synced first; sessions other instances took over are let go of, and the
+// batch's sessions the engine does not hold are restored from it
+// (handover.go). A failed sync refuses the batch, unapplied.
 func (c *core) consume(ctx context.Context, ld plog.Logs) error {
-	return c.settle(ctx, pass{change: func(now time.Time) map[string]*kept {
+	var synced time.Duration
+	return c.settle(ctx, pass{prepare: func(ctx context.Context) error {
+		var err error
+		if synced, err = c.syncView(ctx); err != nil {
+			c.tel.RestoreFailures.Add(ctx, 1)
+			return errRestore(err)
+		}
+		return nil
+	}, change: func(now time.Time) map[string]*kept {
 		c.ingested = true
 		var keep map[string]*kept
 		if c.journal != nil {
 			keep = map[string]*kept{}
+		}
+		c.handOver(ctx)
+		start := time.Now()
+		if n := c.restoreFirstSight(ctx, ld, now); n > 0 {
+			c.tel.SessionsRestored.Add(ctx, int64(n))
+			c.tel.RestoreDuration.Record(ctx, (synced + time.Since(start)).Seconds())
 		}
 		inputs := c.read(ctx, ld, now, keep, false)
 		c.tel.Redelivered.Add(ctx, c.journal.redelivered(inputs))
@@ -204,12 +229,28 @@ func (c *core) consume(ctx context.Context, ld plog.Logs) error {
 
 // sweep closes what has waited long enough: skipped gaps and turns silent
 // for dangling_timeout.
+//
+// With a changelog the view is synced first and the sessions other
+// instances took over are let go of, so the sweep never closes a session
+// that is no longer this instance's; without a sync there is no sweep.
 func (c *core) sweep(ctx context.Context) {
-	err := c.settle(ctx, pass{change: func(now time.Time) map[string]*kept {
+	synced := true
+	err := c.settle(ctx, pass{prepare: func(ctx context.Context) error {
+		if _, err := c.syncView(ctx); err != nil {
+			synced = false
+			return err
+		}
+		return nil
+	}, change: func(now time.Time) map[string]*kept {
+		c.handOver(ctx)
 		c.engine.Sweep(now)
 		return nil
 	}})
-	if err != nil && !errors.Is(err, errShutdown) {
+	switch {
+	case err == nil || errors.Is(err, errShutdown):
+	case !synced:
+		c.logger.Warn("Changelog unreadable; the sweep waits for it", zap.Error(err))
+	default:
 		c.logger.Warn("Journal write after a sweep failed; the next batch of those sessions rewrites their state", zap.Error(err))
 	}
 }
@@ -228,6 +269,18 @@ func (c *core) start(ctx context.Context, host component.Host) error {
 			}
 			if err := c.restore(ctx, j); err != nil {
 				c.startErr = fmt.Errorf("turn_state: restore the sessions from %s: %w", id, err)
+				return
+			}
+		}
+		if cl := c.cfg.Changelog; cl != nil {
+			j, err := openChangelogJournal(ctx, *cl, c.logger)
+			if err != nil {
+				c.startErr = fmt.Errorf("turn_state: open the changelog: %w", err)
+				return
+			}
+			if err := c.restore(ctx, j); err != nil {
+				j.log.Close()
+				c.startErr = fmt.Errorf("turn_state: restore the sessions from the changelog: %w", err)
 				return
 			}
 		}

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/dshtrace/dshtrace/internal/changelog"
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/storageclient"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
@@ -56,7 +57,15 @@ import (
 // each from its Mark and re-reads its header and chunks, applying the
 // events from Retain on without counting them again (restore).
 type journal struct {
-	client   storage.Client
+	store journalStore
+	// indexed: the store cannot list its keys, so the journal keeps the
+	// idx buckets (a storage extension); a changelog lists them itself.
+	indexed bool
+	// log is the changelog behind store, nil for a storage extension.
+	log *changelog.Log
+	// owner is the changelog owner name: at start the journal resumes the
+	// sessions an earlier start of this owner wrote last.
+	owner    string
 	sessions map[string]*journalEntry
 	buckets  [journalBuckets]map[string]struct{}
 
@@ -117,16 +126,30 @@ func bucketOf(id string) int {
 	return int(h.Sum32() % journalBuckets)
 }
 
+// journalStore is where the journal's keys live: a storage extension's
+// client, or the changelog (changelogStore).
+type journalStore interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+	Batch(ctx context.Context, ops ...*storage.Operation) error
+	Close(ctx context.Context) error
+}
+
+func newJournal(store journalStore) *journal {
+	j := &journal{store: store, sessions: map[string]*journalEntry{}, behind: map[string]struct{}{}, resumed: map[string]int64{}}
+	for b := range j.buckets {
+		j.buckets[b] = map[string]struct{}{}
+	}
+	return j
+}
+
 // openJournal opens the connector's client on the storage extension id.
 func openJournal(ctx context.Context, host component.Host, id, self component.ID) (*journal, error) {
 	client, err := storageclient.Open(ctx, host, id, component.KindConnector, self, "turns", "turn_state")
 	if err != nil {
 		return nil, err
 	}
-	j := &journal{client: client, sessions: map[string]*journalEntry{}, behind: map[string]struct{}{}, resumed: map[string]int64{}}
-	for b := range j.buckets {
-		j.buckets[b] = map[string]struct{}{}
-	}
+	j := newJournal(client)
+	j.indexed = true
 	return j, nil
 }
 
@@ -137,62 +160,106 @@ type restored struct {
 	logs  plog.Logs // the header record first, then the chunks in order
 }
 
-// load reads every journaled session.
+// load reads every journaled session: with a storage extension all of
+// them, with a changelog those an earlier start of this owner wrote last
+// (the others are resumed by whichever instance their batches reach).
 func (j *journal) load(ctx context.Context) ([]restored, error) {
-	var out []restored
-	for b := range journalBuckets {
-		raw, err := j.client.Get(ctx, bucketKey(b))
-		if err != nil {
-			return nil, fmt.Errorf("read %s: %w", bucketKey(b), err)
-		}
-		if raw == nil {
-			continue
-		}
-		var ids []string
-		if err := json.Unmarshal(raw, &ids); err != nil {
-			return nil, fmt.Errorf("read %s: %w", bucketKey(b), err)
-		}
-		for _, id := range ids {
-			raw, err := j.client.Get(ctx, sessionKey(id))
+	var ids []string
+	if j.log != nil {
+		j.log.Groups(func(g, writer string) {
+			if id, ok := sessionOfKey(g); ok && changelog.OwnerOf(writer) == j.owner {
+				ids = append(ids, id)
+			}
+		})
+		slices.Sort(ids)
+	} else {
+		for b := range journalBuckets {
+			raw, err := j.store.Get(ctx, bucketKey(b))
 			if err != nil {
-				return nil, fmt.Errorf("read %s: %w", sessionKey(id), err)
+				return nil, fmt.Errorf("read %s: %w", bucketKey(b), err)
 			}
 			if raw == nil {
-				continue // its entry never landed: nothing to resume
+				continue
 			}
-			e := &journalEntry{}
-			if err := json.Unmarshal(raw, e); err != nil {
-				return nil, fmt.Errorf("read %s: %w", sessionKey(id), err)
+			var bucket []string
+			if err := json.Unmarshal(raw, &bucket); err != nil {
+				return nil, fmt.Errorf("read %s: %w", bucketKey(b), err)
 			}
-			r := restored{id: id, entry: e, logs: plog.NewLogs()}
-			keys := []string{}
-			if e.Header {
-				keys = append(keys, headerKey(id))
-			}
-			for _, c := range e.Chunks {
-				keys = append(keys, chunkKey(id, c.N))
-			}
-			var um plog.ProtoUnmarshaler
-			for _, k := range keys {
-				raw, err := j.client.Get(ctx, k)
-				if err != nil {
-					return nil, fmt.Errorf("read %s: %w", k, err)
-				}
-				if raw == nil {
-					continue // a write that failed: its records were re-sent and are in a later chunk
-				}
-				ld, err := um.UnmarshalLogs(raw)
-				if err != nil {
-					return nil, fmt.Errorf("read %s: %w", k, err)
-				}
-				ld.ResourceLogs().MoveAndAppendTo(r.logs.ResourceLogs())
-			}
-			j.sessions[id] = e
-			j.buckets[b][id] = struct{}{}
+			ids = append(ids, bucket...)
+		}
+	}
+	var out []restored
+	for _, id := range ids {
+		r, ok, err := j.readSession(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			j.adopt(r)
 			out = append(out, r)
 		}
 	}
 	return out, nil
+}
+
+// readSession reads one session's entry, header and chunks; false when it
+// has no entry (it never landed, or was deleted).
+func (j *journal) readSession(ctx context.Context, id string) (restored, bool, error) {
+	raw, err := j.store.Get(ctx, sessionKey(id))
+	if err != nil {
+		return restored{}, false, fmt.Errorf("read %s: %w", sessionKey(id), err)
+	}
+	if raw == nil {
+		return restored{}, false, nil
+	}
+	e := &journalEntry{}
+	if err := json.Unmarshal(raw, e); err != nil {
+		return restored{}, false, fmt.Errorf("read %s: %w", sessionKey(id), err)
+	}
+	r := restored{id: id, entry: e, logs: plog.NewLogs()}
+	keys := []string{}
+	if e.Header {
+		keys = append(keys, headerKey(id))
+	}
+	for _, c := range e.Chunks {
+		keys = append(keys, chunkKey(id, c.N))
+	}
+	var um plog.ProtoUnmarshaler
+	for _, k := range keys {
+		raw, err := j.store.Get(ctx, k)
+		if err != nil {
+			return restored{}, false, fmt.Errorf("read %s: %w", k, err)
+		}
+		if raw == nil {
+			continue // a write that failed: its records were re-sent and are in a later chunk
+		}
+		ld, err := um.UnmarshalLogs(raw)
+		if err != nil {
+			return restored{}, false, fmt.Errorf("read %s: %w", k, err)
+		}
+		ld.ResourceLogs().MoveAndAppendTo(r.logs.ResourceLogs())
+	}
+	return r, true, nil
+}
+
+// adopt makes a session read back the journal's own. With a changelog its
+// entry is rewritten by the next write (behind), so that the changelog
+// names this instance as the session's writer from then on.
+func (j *journal) adopt(r restored) {
+	j.sessions[r.id] = r.entry
+	j.buckets[bucketOf(r.id)][r.id] = struct{}{}
+	if j.log != nil {
+		j.behind[r.id] = struct{}{}
+	}
+}
+
+// release forgets a session another instance took over, writing nothing:
+// its journal is that instance's now.
+func (j *journal) release(id string) {
+	delete(j.sessions, id)
+	delete(j.buckets[bucketOf(id)], id)
+	delete(j.behind, id)
+	delete(j.resumed, id)
 }
 
 // update brings the journal up to date with the engine for the given
@@ -284,7 +351,7 @@ func (j *journal) update(e *turnengine.Engine, ids []string, batch map[string]*k
 		}
 	}
 	for b := range journalBuckets {
-		if !dirty[b] {
+		if !dirty[b] || !j.indexed {
 			continue
 		}
 		ids := make([]string, 0, len(j.buckets[b]))
@@ -328,7 +395,7 @@ func marshalLogs(ld plog.Logs) ([]byte, error) {
 }
 
 func (j *journal) close(ctx context.Context) error {
-	return j.client.Close(ctx)
+	return j.store.Close(ctx)
 }
 
 // keepRecord files a decoded record under its session for the journal.
@@ -391,7 +458,7 @@ func (c *core) writeJournal(ctx context.Context, ops []*storage.Operation) error
 	if len(ops) == 0 {
 		return nil
 	}
-	if err := j.client.Batch(ctx, ops...); err != nil {
+	if err := j.store.Batch(ctx, ops...); err != nil {
 		for _, id := range touched {
 			j.behind[id] = struct{}{}
 		}
@@ -442,16 +509,7 @@ func (c *core) restore(ctx context.Context, j *journal) error {
 	err = c.settle(ctx, pass{hold: true, change: func(now time.Time) map[string]*kept {
 		c.journal = j
 		for _, r := range rs {
-			c.engine.Resume(r.id, r.entry.Mark, now)
-			if r.entry.Mark.Started {
-				j.resumed[r.id] = r.entry.Mark.Next
-			}
-			for _, in := range c.read(ctx, r.logs, now, nil, true) {
-				if in.Event.Seq >= r.entry.Mark.Retain {
-					c.engine.Ingest(in, now)
-					events++
-				}
-			}
+			events += c.resume(ctx, r, now)
 		}
 		open = c.engine.OpenTurns()
 		return nil

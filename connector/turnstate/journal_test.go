@@ -172,7 +172,7 @@ func TestJournalKeepsOnlyOpenTurns(t *testing.T) {
 	require.Zero(t, h.core().engine.OpenTurns())
 	for id, e := range h.core().journal.sessions {
 		require.Empty(t, e.Chunks, "session %s: chunks left with no turn open", id)
-		raw, err := h.core().journal.client.Get(context.Background(), chunkKey(id, 0))
+		raw, err := h.core().journal.store.Get(context.Background(), chunkKey(id, 0))
 		require.NoError(t, err)
 		require.Nil(t, raw, "session %s: chunk 0 still stored", id)
 	}

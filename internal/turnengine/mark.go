@@ -124,3 +124,24 @@ func (m Mark) Equal(o Mark) bool {
 	}
 	return a == nil || a.Turn == b.Turn && a.Agent == b.Agent && a.Cause == b.Cause && a.End == b.End && a.At.Equal(b.At)
 }
+
+// Release stops tracking a session without closing anything: no span, no
+// metric, no forgotten id. It is for a session another engine has taken
+// over (its state carries on there, from the journal); open reports
+// whether it had an open turn, ok whether the engine tracked it.
+func (e *Engine) Release(id string) (open, ok bool) {
+	s := e.sessions[id]
+	if s == nil {
+		return false, false
+	}
+	open = s.turn != nil
+	if s.openElem != nil {
+		e.open.Remove(s.openElem)
+		s.openElem = nil
+	}
+	e.lru.Remove(s.lruElem)
+	delete(e.gaps, s)
+	delete(e.sessions, id)
+	delete(e.tombs, id)
+	return open, true
+}

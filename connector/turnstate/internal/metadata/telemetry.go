@@ -26,6 +26,10 @@ const (
 	MetricJournalLag       = "otelcol_connector_turn_state_journal_lag"
 	MetricJournalRestored  = "otelcol_connector_turn_state_journal_restored_events"
 	MetricRedelivered      = "otelcol_connector_turn_state_events_redelivered"
+	MetricSessionsRestored = "otelcol_connector_turn_state_sessions_restored"
+	MetricRestoreDuration  = "otelcol_connector_turn_state_restore_duration"
+	MetricRestoreFailures  = "otelcol_connector_turn_state_restore_failures"
+	MetricTurnsHandedOver  = "otelcol_connector_turn_state_turns_handed_over"
 )
 
 // Values of events_dropped's reason attribute.
@@ -62,6 +66,18 @@ type Telemetry struct {
 	// Redelivered counts events delivered again after a restart whose seq
 	// the journal already held (dropped as duplicates).
 	Redelivered metric.Int64Counter
+	// SessionsRestored counts sessions resumed from the changelog when a
+	// batch first brought them to this instance (a partition assigned).
+	SessionsRestored metric.Int64Counter
+	// RestoreDuration records, per batch that restored sessions, the time
+	// spent bringing the view up to date and replaying them.
+	RestoreDuration metric.Float64Histogram
+	// RestoreFailures counts batches refused because the changelog could
+	// not be read (the sender retries them).
+	RestoreFailures metric.Int64Counter
+	// TurnsHandedOver counts open turns this instance let go of because
+	// another instance took their session over.
+	TurnsHandedOver metric.Int64Counter
 
 	// The counters with an attribute are recorded through AddDangling,
 	// AddDropped and AddEmitFailure, which reuse one attribute set per value.
@@ -126,6 +142,16 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 		"Events re-applied from the journal at start: the open turns' records, rebuilt.")
 	t.Redelivered = counter(MetricRedelivered, "{event}",
 		"Events delivered again after a restart whose seq the journal already held; dropped (also counted as duplicate).")
+	t.SessionsRestored = counter(MetricSessionsRestored, "{session}",
+		"Sessions resumed from the changelog when a batch first brought them here (their partition was assigned to this instance).")
+	t.RestoreFailures = counter(MetricRestoreFailures, "{batch}",
+		"Batches refused because the changelog could not be read to restore or check their sessions; the sender retries them.")
+	t.TurnsHandedOver = counter(MetricTurnsHandedOver, "{turn}",
+		"Open turns let go of, without a span, because another instance took their session over (it carries them on).")
+	t.RestoreDuration, err = m.Float64Histogram(MetricRestoreDuration, metric.WithUnit("s"),
+		metric.WithDescription("Time a batch spent restoring the sessions it brought: the changelog read up to its end, and their replay."),
+		metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+	errs = errors.Join(errs, err)
 	t.journalLag, err = m.Int64ObservableGauge(MetricJournalLag, metric.WithUnit("{session}"),
 		metric.WithDescription("Sessions whose journaled state is behind the turn state: their last journal write failed."))
 	errs = errors.Join(errs, err)

@@ -40,6 +40,10 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 	tt.JournalFailures.Add(ctx, 1)
 	tt.JournalRestored.Add(ctx, 1)
 	tt.Redelivered.Add(ctx, 1)
+	tt.SessionsRestored.Add(ctx, 1)
+	tt.RestoreFailures.Add(ctx, 1)
+	tt.TurnsHandedOver.Add(ctx, 1)
+	tt.RestoreDuration.Record(ctx, 0.01)
 	tt.AddDangling(ctx, "timeout", 2)
 	tt.AddDropped(ctx, ReasonOrphan, 4)
 	tt.AddEmitFailure(ctx, SignalMetrics)
@@ -48,7 +52,8 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 	for _, name := range []string{
 		MetricTurnsOpen, MetricSessionsOpen, MetricTurnsClosed, MetricTurnsDangling, MetricLateEvents, MetricTurnsClosedLate,
 		MetricEventsDropped, MetricGapsSkipped, MetricReorderOverflows, MetricEmitFailures, MetricJournalFailures,
-		MetricJournalLag, MetricJournalRestored, MetricRedelivered,
+		MetricJournalLag, MetricJournalRestored, MetricRedelivered, MetricSessionsRestored, MetricRestoreFailures,
+		MetricTurnsHandedOver, MetricRestoreDuration,
 	} {
 		m, err := tel.GetMetric(name)
 		require.NoError(t, err, name)
@@ -62,6 +67,8 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 			assert.Contains(t, doc, "sum", "%s is a counter", name)
 		case metricdata.Gauge[int64]:
 			assert.Contains(t, doc, "gauge", "%s is a gauge", name)
+		case metricdata.Histogram[float64]:
+			assert.Contains(t, doc, "histogram", "%s is a histogram", name)
 		default:
 			t.Errorf("%s: unexpected data %T", name, m.Data)
 		}

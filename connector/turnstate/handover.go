@@ -1,0 +1,262 @@
+package turnstate
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.uber.org/zap"
+
+	"github.com/dshtrace/dshtrace/internal/changelog"
+	"github.com/dshtrace/dshtrace/internal/logrecord"
+)
+
+// This file keeps the journal in a compacted Kafka topic (changelog:),
+// shared by the instances of one consumer group, and moves sessions
+// between them as their partitions move.
+//
+// The journal protocol is the same as with a storage extension (journal.go:
+// the same keys, written in the same pass, at the same point); only the
+// idx buckets are gone, as the changelog lists its keys. Every instance
+// reads the whole topic into its view (internal/changelog). A session's
+// keys share one changelog partition, so its writes are ordered, and the
+// view knows which instance (incarnation) wrote it last. Then:
+//
+//   - restore on first sight: a batch that brings a session the engine does
+//     not hold, after the view is synced up to the topic's end, resumes it
+//     from its journal in the view, as a start resumes from a storage
+//     journal, before the batch is applied. The pass then rewrites its
+//     entry, so the changelog names this instance as its writer.
+//   - hand-over: a session this instance holds that the view shows written
+//     by another instance is let go of, silently: that instance took it
+//     over (its partition moved) and carries its open turn on.
+//   - every batch and every sweep first syncs the view, so no pass works
+//     on a session another instance took over before the pass began: the
+//     sweep never closes such a session as dangling, and a session whose
+//     partition comes back is restored afresh, not carried on from the
+//     state it had when it left.
+//
+// Why the new owner finds the state it needs: the kafka receiver commits a
+// message's offset after ConsumeLogs returned (message_marking after), and
+// ConsumeLogs returns after the pass's changelog write was acknowledged.
+// So the changelog always holds at least the state up to the committed
+// offset, where the new owner starts; what the old owner journaled past it
+// comes again and is dropped against the mark (events_redelivered).
+
+// changelogStore is the journal's store on a changelog.
+type changelogStore struct {
+	log     *changelog.Log
+	timeout time.Duration
+}
+
+func (s changelogStore) Get(_ context.Context, key string) ([]byte, error) {
+	v, _ := s.log.Get(key)
+	return v, nil
+}
+
+// Batch writes the operations. It does not stop when the caller's context
+// is cancelled (the kafka receiver cancels it when the partition is
+// revoked): a pass that applied a batch finishes its write.
+func (s changelogStore) Batch(ctx context.Context, ops ...*storage.Operation) error {
+	cops := make([]changelog.Op, 0, len(ops))
+	for _, op := range ops {
+		switch op.Type {
+		case storage.Set:
+			cops = append(cops, changelog.Op{Key: op.Key, Value: op.Value})
+		case storage.Delete:
+			cops = append(cops, changelog.Op{Key: op.Key})
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+	defer cancel()
+	return s.log.Write(ctx, cops)
+}
+
+func (s changelogStore) Close(context.Context) error {
+	s.log.Close()
+	return nil
+}
+
+// sessionGroup is a journal key's session part (`s/"ID"`), which picks its
+// changelog partition.
+func sessionGroup(key string) string {
+	if rest, ok := strings.CutPrefix(key, "s/"); ok {
+		if q, err := strconv.QuotedPrefix(rest); err == nil {
+			return "s/" + q
+		}
+	}
+	return key
+}
+
+// sessionOfKey is the session id of a journal key.
+func sessionOfKey(key string) (string, bool) {
+	rest, ok := strings.CutPrefix(sessionGroup(key), "s/")
+	if !ok {
+		return "", false
+	}
+	id, err := strconv.Unquote(rest)
+	return id, err == nil
+}
+
+// openChangelogJournal opens the changelog and reads it to its end.
+func openChangelogJournal(ctx context.Context, cfg ChangelogConfig, logger *zap.Logger) (*journal, error) {
+	cfg = cfg.withDefaults()
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+	log, err := changelog.Open(ctx, changelog.Config{
+		Brokers: cfg.Brokers, Topic: cfg.Topic, Owner: cfg.Owner,
+		Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor,
+		MaxRecordBytes: cfg.MaxRecordBytes, Group: sessionGroup, Logger: logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := log.Sync(ctx); err != nil {
+		log.Close()
+		return nil, err
+	}
+	j := newJournal(changelogStore{log: log, timeout: cfg.Timeout})
+	j.log, j.owner = log, cfg.Owner
+	return j, nil
+}
+
+// syncView brings the changelog view up to the topic's end (a no-op
+// without a changelog) and returns how long it took.
+func (c *core) syncView(ctx context.Context) (time.Duration, error) {
+	if c.journal == nil || c.journal.log == nil {
+		return 0, nil
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Changelog.withDefaults().Timeout)
+	defer cancel()
+	err := c.journal.log.Sync(ctx)
+	return time.Since(start), err
+}
+
+// handOver lets go of the sessions another instance wrote since the last
+// pass: no span, no metric, no journal write. Callers hold mu.
+func (c *core) handOver(ctx context.Context) {
+	j := c.journal
+	if j == nil || j.log == nil {
+		return
+	}
+	var sessions, turns int64
+	for _, g := range j.log.DrainForeign() {
+		id, ok := sessionOfKey(g)
+		if !ok {
+			continue
+		}
+		open, held := c.engine.Release(id)
+		_, journaled := j.sessions[id]
+		if !held && !journaled {
+			continue
+		}
+		j.release(id)
+		c.reader.Forget(id)
+		sessions++
+		if open {
+			turns++
+		}
+	}
+	if sessions > 0 {
+		c.tel.TurnsHandedOver.Add(ctx, turns)
+		c.logger.Info("Sessions taken over by another instance let go of", zap.Int64("sessions", sessions), zap.Int64("open_turns", turns))
+	}
+}
+
+// restoreFirstSight resumes, before a batch is applied, each session of
+// the batch that the engine does not hold and the changelog has a journal
+// of. Callers hold mu; the view was synced in this pass.
+func (c *core) restoreFirstSight(ctx context.Context, ld plog.Logs, now time.Time) int {
+	j := c.journal
+	if j == nil || j.log == nil {
+		return 0
+	}
+	n := 0
+	for _, id := range batchSessions(ld) {
+		if _, held := c.engine.Mark(id); held {
+			continue
+		}
+		if keys, _ := j.log.Keys(sessionKey(id)); len(keys) == 0 {
+			continue // a new session
+		}
+		r, ok, err := j.readSession(ctx, id)
+		if err != nil {
+			// A journal that cannot be decoded would fail the same way on
+			// every retry: the session starts afresh instead.
+			c.tel.RestoreFailures.Add(ctx, 1)
+			c.logger.Error("Session journal unreadable; the session starts afresh", zap.String("session", id), zap.Error(err))
+			continue
+		}
+		if !ok {
+			continue
+		}
+		j.adopt(r)
+		c.resume(ctx, r, now)
+		n++
+	}
+	return n
+}
+
+// resume starts tracking a session read back from the journal: its mark
+// first, then its records from the mark's Retain on, re-applied without
+// being counted again; it returns the events re-applied. Callers hold mu.
+func (c *core) resume(ctx context.Context, r restored, now time.Time) int64 {
+	var events int64
+	c.engine.Resume(r.id, r.entry.Mark, now)
+	if r.entry.Mark.Started {
+		c.journal.resumed[r.id] = r.entry.Mark.Next
+	}
+	for _, in := range c.read(ctx, r.logs, now, nil, true) {
+		if in.Event.Seq >= r.entry.Mark.Retain {
+			c.engine.Ingest(in, now)
+			events++
+		}
+	}
+	return events
+}
+
+// batchSessions lists the sessions of a batch's records, in first-seen
+// order, read as logrecord.Reader reads them.
+func batchSessions(ld plog.Logs) []string {
+	var out []string
+	seen := map[string]bool{}
+	rls := ld.ResourceLogs()
+	for i := 0; i < rls.Len(); i++ {
+		rl := rls.At(i)
+		resID := ""
+		if v, ok := rl.Resource().Attributes().Get(logrecord.AttrSessionID); ok {
+			resID = v.Str()
+		}
+		sls := rl.ScopeLogs()
+		for k := 0; k < sls.Len(); k++ {
+			lrs := sls.At(k).LogRecords()
+			for m := 0; m < lrs.Len(); m++ {
+				attrs := lrs.At(m).Attributes()
+				id := ""
+				if v, ok := attrs.Get(logrecord.AttrSessionID); ok && v.Str() != "" {
+					id = v.Str()
+				} else if resID != "" {
+					id = resID
+				} else if v, ok := attrs.Get("sessionId"); ok {
+					id = v.Str()
+				}
+				if id != "" && !seen[id] {
+					seen[id] = true
+					out = append(out, id)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// errRestore wraps a failed view sync of a batch: the batch is refused, so
+// the receiver retries it.
+func errRestore(err error) error {
+	return fmt.Errorf("turn_state: read the changelog before applying the batch (it is retried): %w", err)
+}

@@ -1,0 +1,212 @@
+package turnstate
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
+	"github.com/dshtrace/dshtrace/internal/testcorpus"
+)
+
+// kafka starts an in-process fake Kafka cluster (franz-go's kfake: the
+// broker protocol, not a mock) for one test.
+func kafka(t *testing.T) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+// onChangelog is a started harness whose connector journals to the
+// changelog on cluster, as instance owner.
+func onChangelog(t *testing.T, cluster *kfake.Cluster, owner string) *harness {
+	t.Helper()
+	cfg := createDefaultConfig()
+	cfg.Changelog = &ChangelogConfig{Brokers: cluster.ListenAddrs(), Owner: owner, Partitions: 4, Timeout: 10 * time.Second}
+	require.NoError(t, cfg.Validate())
+	h := newHarness(t, cfg, nil, nil)
+	h.start()
+	return h
+}
+
+// metricsNow renders a harness's cumulative metrics without a flush.
+func metricsNow(h *harness) pmetric.Metrics {
+	c := h.core()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.metricsLocked(c.clock())
+}
+
+// moved feeds a batch to the instance that owns the partition now. The
+// kafka receiver delivers from the committed offset, which is the offset
+// after the old owner's last acknowledged batch; redeliver batches before
+// it come again as well (a crash between the write and the commit).
+func movedTo(h *harness, bs []plog.Logs, from, redeliver int) {
+	for _, b := range bs[max(0, from-redeliver):] {
+		h.feed(b)
+	}
+}
+
+// A session's partition moves mid-turn from instance A to B, and later
+// back to A. Together the instances emit exactly the spans one
+// uninterrupted instance emits — the turn open at each move once,
+// complete, with its real end — apply every event once and count every
+// metric once; A's sweep never closes a session B took as dangling.
+func TestChangelogHandOverMidTurn(t *testing.T) {
+	for _, rel := range journalFiles {
+		path := filepath.Join(testcorpus.Dir(t), rel)
+		records, _ := buildRecords(t, path, "s-"+filepath.Base(filepath.Dir(rel)))
+		bs := batches(records, 4)
+		if len(bs) < 3 {
+			continue
+		}
+
+		ref := newHarness(t, createDefaultConfig(), nil, nil)
+		ref.start()
+		for _, b := range bs {
+			ref.feed(b)
+		}
+		want := ref.allTraces()
+		refStats := ref.core().engine.Stats()
+		refOpen := ref.core().engine.OpenTurns()
+		refMetrics := metricsNow(ref)
+		ref.shutdown()
+
+		for _, k := range []int{1, len(bs) / 2, len(bs) - 1} {
+			back := min(k+1, len(bs)-1) // where the partition comes back to A
+			t.Run(fmt.Sprintf("%s/move-after-%d-back-after-%d-of-%d", filepath.Base(filepath.Dir(rel)), k, back, len(bs)), func(t *testing.T) {
+				cluster := kafka(t)
+				a, b := onChangelog(t, cluster, "a"), onChangelog(t, cluster, "b")
+				for _, x := range bs[:k] {
+					a.feed(x)
+				}
+				aOpen := a.core().engine.OpenTurns()
+				aSpans := a.traces.SpanCount()
+
+				// The partition moves to B, which gets the rest of the
+				// turn (one batch redelivered) up to back.
+				for _, x := range bs[max(0, k-1):back] {
+					b.feed(x)
+				}
+				if back > k {
+					assert.Equal(t, int64(1), b.selfSum(metadata.MetricSessionsRestored), "B restored the session on first sight")
+				}
+
+				// A's sweep, long after dangling_timeout: A lets go of the
+				// session B took, silently.
+				a.clock.Advance(a.cfg.DanglingTimeout + time.Minute)
+				a.core().sweep(context.Background())
+				if back > k {
+					assert.Equal(t, aSpans, a.traces.SpanCount(), "A emitted nothing for the session it lost")
+					assert.Equal(t, int64(aOpen), a.selfSum(metadata.MetricTurnsHandedOver), "A handed its open turn over")
+					assert.Zero(t, a.selfSum(metadata.MetricTurnsDangling, "cause=timeout"))
+					assert.Zero(t, a.core().engine.Sessions())
+				}
+
+				// The partition comes back to A, which restores the session
+				// from B's writes and carries it to the end.
+				movedTo(a, bs, back, 1)
+				if back > k {
+					assert.Equal(t, int64(1), a.selfSum(metadata.MetricSessionsRestored), "A restored the session it got back")
+				}
+				// B learns A took it back at its next pass.
+				b.core().sweep(context.Background())
+
+				// Live steps go out in other passes than in one run (the
+				// moves regroup the batches): compare the spans per resource.
+				got := mergeTraces(a, b)
+				require.NoError(t, ptracetest.CompareTraces(regroup(want, false), regroup(got, false),
+					ptracetest.IgnoreResourceSpansOrder(), ptracetest.IgnoreSpansOrder()))
+				sa, sb := a.core().engine.Stats(), b.core().engine.Stats()
+				assert.Equal(t, refStats.Events, sa.Events+sb.Events, "events applied once")
+				assert.Equal(t, refStats.TurnsClosed, sa.TurnsClosed+sb.TurnsClosed, "turns closed once")
+				assert.Equal(t, refOpen, a.core().engine.OpenTurns()+b.core().engine.OpenTurns(), "turns open at the end")
+				ma, mb := metricsNow(a), metricsNow(b)
+				for _, name := range []string{"dsh.session.events", "dsh.turns", "dsh.tool.calls", "dsh.usage.tokens"} {
+					assert.Equal(t, sumTotal(refMetrics, name), sumTotal(ma, name)+sumTotal(mb, name), "%s counted once", name)
+				}
+				assert.Zero(t, a.selfSum(metadata.MetricTurnsDangling, "cause=timeout")+b.selfSum(metadata.MetricTurnsDangling, "cause=timeout"))
+
+				// A clean stop of both keeps the open turn in the changelog;
+				// a new start of A resumes the sessions A wrote last.
+				a.shutdown()
+				b.shutdown()
+				a2 := onChangelog(t, cluster, "a")
+				assert.Equal(t, refOpen, a2.core().engine.OpenTurns(), "open turns resumed at a restart of their owner")
+				a2.shutdown()
+			})
+		}
+	}
+}
+
+// Without a reachable changelog a batch is refused unapplied, so that its
+// sender retries it, and the failure is counted.
+func TestChangelogUnreachableRefusesBatch(t *testing.T) {
+	records, _ := buildRecords(t, filepath.Join(testcorpus.Dir(t), journalFiles[0]), "s")
+	cluster := kafka(t)
+	h := onChangelog(t, cluster, "a")
+	h.core().cfg.Changelog.Timeout = 500 * time.Millisecond
+	cluster.Close()
+	ld := batches(records, 4)[0]
+	ld.MarkReadOnly()
+	err := h.toTr.ConsumeLogs(context.Background(), ld)
+	require.ErrorContains(t, err, "read the changelog before applying the batch")
+	assert.Equal(t, int64(1), h.selfSum(metadata.MetricRestoreFailures))
+	assert.Zero(t, h.core().engine.Stats().Events, "nothing applied")
+	assert.Zero(t, h.core().engine.Sessions())
+	h.shutdown()
+}
+
+// A changelog and a storage extension are exclusive; the changelog needs
+// brokers and an owner.
+func TestChangelogConfigValidate(t *testing.T) {
+	cfg := createDefaultConfig()
+	id := journalStorageID
+	cfg.Storage = &id
+	cfg.Changelog = &ChangelogConfig{Owner: "a/b"}
+	err := cfg.Validate()
+	require.Error(t, err)
+	for _, want := range []string{"storage and changelog are exclusive", "changelog::brokers must name at least one broker",
+		"changelog::owner \"a/b\" must not contain '/'"} {
+		assert.ErrorContains(t, err, want)
+	}
+	cfg = createDefaultConfig()
+	cfg.Changelog = &ChangelogConfig{Brokers: []string{"k:9092"}}
+	assert.ErrorContains(t, cfg.Validate(), "changelog::owner must not be empty")
+}
+
+// Start fails, naming the changelog, when no broker answers.
+func TestChangelogStartFailsWithoutBroker(t *testing.T) {
+	cluster := kafka(t)
+	addrs := cluster.ListenAddrs()
+	cluster.Close()
+	cfg := createDefaultConfig()
+	cfg.Changelog = &ChangelogConfig{Brokers: addrs, Owner: "a", Timeout: 500 * time.Millisecond}
+	h := newHarness(t, cfg, nil, nil)
+	err := h.toTr.Start(context.Background(), componenttest.NewNopHost())
+	require.ErrorContains(t, err, "turn_state: open the changelog")
+	h.shutdown()
+}
+
+func TestSessionOfKey(t *testing.T) {
+	for _, k := range []string{sessionKey(`a"b/c`), headerKey(`a"b/c`), chunkKey(`a"b/c`, 7)} {
+		id, ok := sessionOfKey(k)
+		require.True(t, ok, k)
+		assert.Equal(t, `a"b/c`, id, k)
+		assert.Equal(t, sessionKey(`a"b/c`), sessionGroup(k))
+	}
+	_, ok := sessionOfKey("idx/01")
+	assert.False(t, ok)
+}

@@ -1,0 +1,409 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/dshtrace/dshtrace/internal/turnengine"
+)
+
+// Ports of TestKafkaScaleOut (Jaeger's are jaeger.yaml's, as in the other
+// tests, which run one after another).
+const (
+	scaleKafka      = "127.0.0.1:29192"
+	scaleIngestHTTP = "127.0.0.1:14530"
+	scaleIngestOK   = "127.0.0.1:13250"
+	scaleIngestSelf = "17750"
+	scalePartitions = 8
+	// scaleSessionTimeout replaces kafka-turn-state.yaml's 45s: with static
+	// membership a stopped or killed member's partitions move only after it
+	// (kfake's minimum is 6s).
+	scaleSessionTimeout = 6 * time.Second
+)
+
+var scaleNodeNames = []string{"node-a", "node-b", "node-c", "node-d"}
+
+// scaleNode is one turn-state instance of the scale-out test.
+type scaleNode struct {
+	name, health, metrics, self string
+	env                         []string
+	proc                        *process
+}
+
+// TestKafkaScaleOut runs the scale-out deployment as shipped — the ingest
+// tier (kafka-ingest.yaml) → kfake (8 partitions) → turn-state instances
+// (kafka-turn-state.yaml, one consumer group, the journal in the Kafka
+// changelog) → Jaeger — with 64 sessions in flight, posted over HTTP in
+// six parts each, every part ending in the middle of a turn. Between
+// parts, at moments chosen by a seeded random generator (the seed is
+// printed; DSH_SCALE_SEED reproduces it), with turns open: one instance is
+// stopped with SIGTERM (a scale-down), one killed with SIGKILL (a crash; it
+// is restarted later, as its pod would be), one added (a scale-up). Every
+// turn of every session must reach Jaeger as exactly one complete span tree,
+// equal to the turn engine's own: 0 missing, 0 split, 0 stored twice.
+func TestKafkaScaleOut(t *testing.T) {
+	jaegerBin := lookPath(t, "JAEGER", toolsHint)
+	kfakeBin := lookPath(t, "KFAKE", toolsHint)
+	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
+	seed := uint64(envInt(t, "DSH_SCALE_SEED", int(time.Now().UnixNano()%1000000)))
+	t.Logf("seed %d (DSH_SCALE_SEED=%d reproduces the moments)", seed, seed)
+	rng := rand.New(rand.NewPCG(seed, 18))
+	ctx := context.Background()
+	dir := t.TempDir()
+
+	nodes := make([]*scaleNode, len(scaleNodeNames))
+	addrs := []string{scaleKafka, "127.0.0.1:24317", "127.0.0.1:26686", "127.0.0.1:23133", scaleIngestHTTP, scaleIngestOK, "127.0.0.1:" + scaleIngestSelf}
+	for i, name := range scaleNodeNames {
+		n := &scaleNode{name: name, health: fmt.Sprintf("127.0.0.1:%d", 13251+i), metrics: fmt.Sprintf("127.0.0.1:%d", 18751+i),
+			self: fmt.Sprintf("127.0.0.1:%d", 17751+i)}
+		n.env = []string{"HOSTNAME=" + name, "HEALTH_ENDPOINT=" + n.health, "PROMETHEUS_ENDPOINT=" + n.metrics,
+			"TELEMETRY_PORT=" + n.self[strings.LastIndexByte(n.self, ':')+1:], "TRACES_OTLP_ENDPOINT=127.0.0.1:24317",
+			"STATE_DIR=" + filepath.Join(dir, "state-"+name), "KAFKA_BROKERS=" + scaleKafka, "TELEMETRY_HOST=127.0.0.1"}
+		nodes[i] = n
+		addrs = append(addrs, n.health, n.metrics, n.self)
+	}
+	requireFree(t, addrs...)
+
+	kfake := start(t, dir, "kfake", kfakeBin, nil, "-port="+scaleKafka[strings.LastIndexByte(scaleKafka, ':')+1:],
+		"-partitions="+strconv.Itoa(scalePartitions))
+	jaeger := start(t, dir, "jaeger", jaegerBin, nil, "--config", "jaeger.yaml")
+	poll(t, "jaeger healthy", 30*time.Second, httpOK(jaegerHealth), jaeger)
+	backends := []*process{kfake, jaeger}
+
+	runs := 0
+	startNode := func(n *scaleNode) {
+		runs++
+		n.proc = start(t, dir, fmt.Sprintf("turn-state-%s-%d", n.name, runs), otelcolBin, n.env,
+			"--config=../deploy/collector/kafka-turn-state.yaml",
+			"--set=connectors::turn_state::metrics_flush_interval=1s",
+			"--set=receivers::kafka/sessions::session_timeout="+scaleSessionTimeout.String(),
+			"--set=receivers::kafka/sessions::heartbeat_interval=1s")
+		poll(t, n.name+" healthy", 30*time.Second, httpOK("http://"+n.health+"/"), append(backends, n.proc)...)
+	}
+	for _, n := range nodes[:3] {
+		startNode(n)
+	}
+	ingest := start(t, dir, "ingest", otelcolBin, []string{
+		"SESSION_EVENT_ENDPOINT=" + scaleIngestHTTP, "HEALTH_ENDPOINT=" + scaleIngestOK, "KAFKA_BROKERS=" + scaleKafka,
+		"STATE_DIR=" + filepath.Join(dir, "ingest-state"), "TELEMETRY_PORT=" + scaleIngestSelf, "TELEMETRY_HOST=127.0.0.1",
+	}, "--config=../deploy/collector/kafka-ingest.yaml")
+	poll(t, "ingest healthy", 30*time.Second, httpOK("http://"+scaleIngestOK+"/"), append(backends, ingest)...)
+	backends = append(backends, ingest)
+	alive := func() []*process {
+		out := append([]*process(nil), backends...)
+		for _, n := range nodes {
+			if n.proc != nil {
+				if done, _ := n.proc.exited(); !done {
+					out = append(out, n.proc)
+				}
+			}
+		}
+		return out
+	}
+	poll(t, "partitions assigned to the three nodes", 60*time.Second, func() error {
+		total := 0
+		for _, n := range nodes[:3] {
+			owned, err := ownedPartitions(ctx, "http://"+n.self+"/metrics")
+			if err != nil {
+				return err
+			}
+			total += owned
+		}
+		if total != scalePartitions {
+			return fmt.Errorf("%d of %d partitions owned", total, scalePartitions)
+		}
+		return nil
+	}, alive()...)
+
+	// 64 sessions of 5 turns; part p (of 6) ends inside turn p.
+	const nSessions, nTurns = 64, 5
+	type agent struct {
+		id    string
+		parts [][][]byte
+	}
+	agents := make([]*agent, nSessions)
+	var ss []session
+	t0 := time.Now().Add(-time.Hour)
+	for i := range agents {
+		g := newLiveGen(fmt.Sprintf("scale-%02d", i), t0.Add(time.Duration(i)*time.Second))
+		a := &agent{id: g.id}
+		cur := [][]byte{g.header()}
+		for turn := 1; turn <= nTurns; turn++ {
+			rows := g.nextTurn()
+			cut := 2 + rng.IntN(len(rows)-3) // after turn/start and step/start, before turn/end
+			a.parts = append(a.parts, append(cur, rows[:cut]...))
+			cur = rows[cut:]
+		}
+		a.parts = append(a.parts, cur)
+		agents[i] = a
+		var all [][]byte
+		for _, p := range a.parts {
+			all = append(all, p...)
+		}
+		ss = append(ss, session{file: a.id, via: viaPost, id: a.id, body: bytes.Join(all, nil)})
+	}
+	want := expect(t, ss)
+	rows := 0
+	for _, s := range ss {
+		rows += strings.Count(string(s.body), "\n")
+	}
+
+	// The disruptions, in a seeded order, one after each of parts 1-4; the
+	// killed node comes back two parts after its kill (its partitions have
+	// moved by then: each part takes longer than the session timeout).
+	actions := []string{"sigterm", "sigkill", "add"}
+	rng.Shuffle(len(actions), func(i, j int) { actions[i], actions[j] = actions[j], actions[i] })
+	plan := map[int][]string{}
+	for i, a := range actions {
+		plan[i+1] = append(plan[i+1], a)
+		if a == "sigkill" {
+			plan[i+3] = append(plan[i+3], "restart")
+		}
+	}
+	victims := append([]*scaleNode(nil), nodes[:3]...)
+	rng.Shuffle(len(victims), func(i, j int) { victims[i], victims[j] = victims[j], victims[i] })
+	termed, killed := victims[0], victims[1]
+
+	var posts, resent int
+	postPart := func(p int) {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		errs := []string{}
+		for _, a := range agents {
+			part := a.parts[p]
+			halves := len(part) > 2 && rng.IntN(2) == 0 // in one or two requests
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for len(part) > 0 {
+					n := len(part)
+					if halves {
+						n, halves = len(part)/2, false
+					}
+					np, nr, err := postScale(scaleIngestHTTP, a.id, bytes.Join(part[:n], nil))
+					mu.Lock()
+					posts, resent = posts+np, resent+nr
+					if err != nil {
+						errs = append(errs, err.Error())
+					}
+					mu.Unlock()
+					part = part[n:]
+				}
+			}()
+		}
+		wg.Wait()
+		if len(errs) > 0 {
+			t.Fatalf("part %d: %s", p+1, strings.Join(errs, "; "))
+		}
+	}
+	var moments []string
+	for p := range agents[0].parts {
+		postPart(p)
+		wait := time.Duration(200+rng.IntN(1800)) * time.Millisecond
+		time.Sleep(wait)
+		for _, a := range plan[p+1] {
+			moments = append(moments, fmt.Sprintf("%s %s %v after part %d", a, map[string]string{"sigterm": termed.name, "sigkill": killed.name,
+				"add": nodes[3].name, "restart": killed.name}[a], wait, p+1))
+			switch a {
+			case "sigterm":
+				if err := termed.proc.stop(30 * time.Second); err != nil {
+					t.Errorf("%s: %v", termed.name, err)
+				}
+				termed.proc = nil
+			case "sigkill":
+				_ = syscall.Kill(-killed.proc.cmd.Process.Pid, syscall.SIGKILL)
+				<-killed.proc.done
+			case "add":
+				startNode(nodes[3])
+			case "restart":
+				startNode(killed)
+			}
+		}
+		// Each part waits longer than the session timeout, so that a
+		// stopped or killed member's partitions have moved before the
+		// next part of their sessions arrives.
+		time.Sleep(scaleSessionTimeout + 2*time.Second)
+	}
+	t.Logf("%d sessions, %d rows in %d posts (%d resent), %d turns; moments: %s", nSessions, rows, posts, resent, len(want.turns),
+		strings.Join(moments, "; "))
+
+	// Jaeger: every turn once, complete, as the engine built it.
+	var missing, split, twice, differ int
+	var problems []string
+	for i, turn := range want.turns {
+		wantTD := traceOf(turn)
+		id := turnengine.TraceID(turn.SessionID, turn.Number)
+		var roots int
+		var diffs []string
+		deadline := time.Now().Add(10 * time.Second)
+		switch {
+		case i == 0:
+			deadline = time.Now().Add(120 * time.Second) // the last rebalance, the queues
+		case len(problems) > 0:
+			deadline = time.Now().Add(time.Second) // they have had their time
+		}
+		for {
+			td, err := jaegerTrace(ctx, jaegerQuery, id)
+			if err == nil {
+				roots, _ = turnSpans(td)
+				diffs = compareTrace(wantTD, td)
+				if len(diffs) == 0 && roots == 1 {
+					break
+				}
+			} else {
+				roots, diffs = 0, []string{err.Error()}
+			}
+			if time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		raw := 0
+		if rtd, err := jaegerRawTrace(ctx, jaegerQuery, id); err == nil {
+			raw = rtd.SpanCount()
+		}
+		name := fmt.Sprintf("%s turn %d", turn.SessionID, turn.Number)
+		switch {
+		case roots == 0:
+			missing++
+			problems = append(problems, fmt.Sprintf("%s: missing (%s)", name, strings.Join(diffs, "; ")))
+		case roots > 1:
+			split++
+			problems = append(problems, fmt.Sprintf("%s: %d turn spans", name, roots))
+		case len(diffs) > 0:
+			differ++
+			problems = append(problems, fmt.Sprintf("%s: %s", name, strings.Join(diffs, "; ")))
+		case raw != wantTD.SpanCount():
+			twice++
+			problems = append(problems, fmt.Sprintf("%s: Jaeger stored %d spans, want %d", name, raw, wantTD.SpanCount()))
+		}
+	}
+	t.Logf("Jaeger: %d turns checked: %d missing, %d split, %d incomplete or different, %d with spans stored twice",
+		len(want.turns), missing, split, differ, twice)
+	for i, p := range problems {
+		if i == 40 {
+			t.Errorf("... and %d more", len(problems)-40)
+			break
+		}
+		t.Error(p)
+	}
+
+	// The hand-overs, as the instances saw them.
+	sums := map[string]float64{}
+	for _, n := range nodes {
+		if n.proc == nil {
+			continue
+		}
+		_, body, err := get(ctx, "http://"+n.self+"/metrics")
+		if err != nil {
+			t.Errorf("%s: %v", n.name, err)
+			continue
+		}
+		for _, m := range selfLine.FindAllSubmatch(body, -1) {
+			v, _ := strconv.ParseFloat(string(m[2]), 64)
+			sums[string(m[1])] += v
+		}
+	}
+	var keys []string
+	for k := range sums {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var lines []string
+	for _, k := range keys {
+		lines = append(lines, fmt.Sprintf("%s %v", k, sums[k]))
+	}
+	t.Logf("self-metrics of the running instances (the stopped one's are gone): %s", strings.Join(lines, ", "))
+	if sums["otelcol_connector_turn_state_sessions_restored"] == 0 {
+		t.Errorf("no session was restored from the changelog: no partition moved with sessions in it")
+	}
+	if sums["otelcol_connector_turn_state_restore_failures"] != 0 {
+		t.Errorf("restores failed")
+	}
+
+	// What the changelog cost: its records and bytes, per event.
+	records, bytesWritten := changelogSize(t, ctx)
+	t.Logf("changelog: %d records, %d bytes (keys, values, headers) for %d events: %.2f records and %.0f bytes per event",
+		records, bytesWritten, rows-nSessions, float64(records)/float64(rows-nSessions), float64(bytesWritten)/float64(rows-nSessions))
+	for _, n := range nodes {
+		if n.proc != nil && strings.Contains(n.proc.output(), "panic:") {
+			t.Errorf("%s panicked:\n%s", n.name, n.proc.tail(60))
+		}
+	}
+}
+
+var selfLine = regexp.MustCompile(`(?m)^(otelcol_connector_turn_state_(?:sessions_restored|turns_handed_over|restore_failures|events_redelivered|restore_duration_count|restore_duration_sum|turns_dangling))(?:\{[^}]*\})? (\S+)`)
+
+// postScale posts rows of one session until they are accepted (a 5xx or a
+// connection error is retried, as a client does); it returns the requests
+// made and how many were resent.
+func postScale(addr, id string, body []byte) (int, int, error) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for n := 1; ; n++ {
+		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/sessions/"+id+"/events", bytes.NewReader(body))
+		if err != nil {
+			return n, n - 1, err
+		}
+		req.Header.Set("Content-Type", "application/x-ndjson")
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusAccepted {
+				return n, n - 1, nil
+			}
+			if resp.StatusCode < 500 {
+				return n, n - 1, fmt.Errorf("%s: HTTP %d", id, resp.StatusCode)
+			}
+		}
+		if time.Now().After(deadline) {
+			return n, n - 1, fmt.Errorf("%s: not accepted within 2m: %v", id, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// changelogSize reads the whole changelog topic (kfake does not compact
+// unless told to, so this is everything written) and sums its records and
+// their bytes.
+func changelogSize(t *testing.T, ctx context.Context) (int, int) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(scaleKafka), kgo.ConsumeTopics("dsh-turn-state-changelog"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	records, size := 0, 0
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			size += len(r.Key) + len(r.Value)
+			for _, h := range r.Headers {
+				size += len(h.Key) + len(h.Value)
+			}
+		})
+		records += n
+		if n == 0 {
+			return records, size
+		}
+	}
+}

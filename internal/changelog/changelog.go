@@ -1,0 +1,451 @@
+// Package changelog keeps a key-value state in a compacted Kafka topic,
+// the way a stream processor keeps the changelog of a state store: every
+// change is a record keyed by the state's key (a nil value deletes it), and
+// every process sharing the topic reads all of it back into an in-memory
+// view. The topic is the state; the view is a cache of it that each
+// process rebuilds at start by reading the topic from its beginning.
+//
+// Keys are grouped (Config.Group): all keys of one group go to one
+// partition, so the writes of a group are totally ordered, and the view
+// tells who wrote a group last. Each record carries its writer, a
+// per-incarnation id (the configured owner name and a random nonce), so a
+// process learns that another one took a group over when that one's write
+// reaches its view.
+//
+// Write returns only once the broker acknowledged every record (acks from
+// all in-sync replicas, idempotent producer). Sync waits until the view
+// has read the topic up to its end as it stood at the call: after it, the
+// view holds every write acknowledged before the call, by any process.
+package changelog
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/zap"
+)
+
+// WriterHeader is the record header naming the incarnation that wrote a
+// record.
+const WriterHeader = "dsh.writer"
+
+// Config configures a Log.
+type Config struct {
+	// Brokers are the seed brokers (host:port).
+	Brokers []string
+	// Topic is the changelog topic; created compacted if absent.
+	Topic string
+	// Owner names this process in the writer header (a stable name such
+	// as the pod's); a random nonce is appended per Open.
+	Owner string
+	// Partitions and ReplicationFactor apply when the topic is created
+	// (-1: the broker's defaults).
+	Partitions        int32
+	ReplicationFactor int16
+	// MaxRecordBytes bounds one record (the producer's batch size, the
+	// topic's max.message.bytes when it is created).
+	MaxRecordBytes int32
+	// Group maps a key to its group: the part that picks its partition.
+	// Nil: every key is its own group.
+	Group func(key string) string
+	// Logger logs the consumer's errors; nil logs nothing.
+	Logger *zap.Logger
+}
+
+// Op is one change: Value nil deletes Key.
+type Op struct {
+	Key   string
+	Value []byte
+}
+
+// Stats count what this process wrote.
+type Stats struct {
+	Records int64 // records produced (sets and tombstones)
+	Bytes   int64 // their keys, values and headers
+}
+
+// Log is a view of one changelog topic, and the writer into it.
+type Log struct {
+	cfg    Config
+	writer string
+	cl     *kgo.Client
+	adm    *kadm.Client
+	logger *zap.Logger
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu      sync.Mutex
+	values  map[string][]byte
+	groups  map[string]*group
+	foreign map[string]struct{} // groups another incarnation wrote since DrainForeign
+	pos     map[int32]int64     // per partition: the next offset the view has not read
+	changed chan struct{}       // closed and replaced whenever pos moves
+	stats   Stats
+	err     error // the consumer's last error, for Sync's timeout message
+}
+
+type group struct {
+	keys   map[string]struct{}
+	writer string // the incarnation that wrote the group's latest record
+}
+
+// Open connects to the brokers, creates the topic if it does not exist
+// (compacted), and starts reading it from its beginning into the view.
+func Open(ctx context.Context, cfg Config) (*Log, error) {
+	if len(cfg.Brokers) == 0 || cfg.Topic == "" || cfg.Owner == "" {
+		return nil, errors.New("changelog: brokers, topic and owner are required")
+	}
+	if cfg.Group == nil {
+		cfg.Group = func(k string) string { return k }
+	}
+	if cfg.MaxRecordBytes <= 0 {
+		cfg.MaxRecordBytes = 1 << 20
+	}
+	nonce := make([]byte, 6)
+	if _, err := rand.Read(nonce); err != nil {
+		return nil, err
+	}
+	l := &Log{
+		cfg:     cfg,
+		writer:  cfg.Owner + "/" + hex.EncodeToString(nonce),
+		logger:  cfg.Logger,
+		values:  map[string][]byte{},
+		groups:  map[string]*group{},
+		foreign: map[string]struct{}{},
+		pos:     map[int32]int64{},
+		changed: make(chan struct{}),
+		done:    make(chan struct{}),
+	}
+	if l.logger == nil {
+		l.logger = zap.NewNop()
+	}
+	// The topic first, with a client of its own: the consuming client's
+	// first metadata would otherwise miss a topic created after it.
+	admin, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID("dshtrace-changelog-"+cfg.Owner))
+	if err != nil {
+		return nil, fmt.Errorf("changelog: %w", err)
+	}
+	err = l.ensureTopic(ctx, kadm.NewClient(admin))
+	admin.Close()
+	if err != nil {
+		return nil, err
+	}
+	groupOf := cfg.Group
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(cfg.Brokers...),
+		kgo.ClientID("dshtrace-changelog-"+cfg.Owner),
+		kgo.RequiredAcks(kgo.AllISRAcks()), // the default, and what Write relies on
+		kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
+			return func(r *kgo.Record, n int) int { return partitionOf(groupOf(string(r.Key)), n) }
+		})),
+		kgo.ProducerBatchMaxBytes(cfg.MaxRecordBytes),
+		kgo.ProducerBatchCompression(kgo.ZstdCompression(), kgo.NoCompression()),
+		kgo.ProducerLinger(0), // Write hands all its records at once, and waits for them
+		kgo.ConsumeTopics(cfg.Topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
+		kgo.FetchMaxWait(250*time.Millisecond),
+		kgo.FetchMaxPartitionBytes(max(cfg.MaxRecordBytes, 1<<20)),
+		kgo.MetadataMinAge(time.Second),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("changelog: %w", err)
+	}
+	l.cl, l.adm = cl, kadm.NewClient(cl)
+	runCtx, cancel := context.WithCancel(context.Background())
+	l.cancel = cancel
+	go l.run(runCtx)
+	return l, nil
+}
+
+// partitionOf hashes a group onto one of n partitions (FNV-1a).
+func partitionOf(g string, n int) int {
+	h := fnv.New32a()
+	h.Write([]byte(g))
+	return int(h.Sum32() % uint32(n))
+}
+
+// ensureTopic creates the topic, compacted, unless it exists; an existing
+// topic that is not compacted is used, with a warning (it still works,
+// until retention deletes state that is still needed).
+func (l *Log) ensureTopic(ctx context.Context, adm *kadm.Client) error {
+	compact := "compact"
+	maxBytes := fmt.Sprint(l.cfg.MaxRecordBytes)
+	_, err := adm.CreateTopic(ctx, l.cfg.Partitions, l.cfg.ReplicationFactor,
+		map[string]*string{"cleanup.policy": &compact, "max.message.bytes": &maxBytes}, l.cfg.Topic)
+	switch {
+	case err == nil:
+		l.logger.Info("Changelog topic created", zap.String("topic", l.cfg.Topic), zap.Int32("partitions", l.cfg.Partitions))
+		return nil
+	case errors.Is(err, kerr.TopicAlreadyExists):
+	default:
+		return fmt.Errorf("changelog: create topic %s: %w", l.cfg.Topic, err)
+	}
+	rcs, err := adm.DescribeTopicConfigs(ctx, l.cfg.Topic)
+	if err != nil {
+		l.logger.Warn("Changelog topic exists; its configuration could not be read", zap.String("topic", l.cfg.Topic), zap.Error(err))
+		return nil
+	}
+	for _, rc := range rcs {
+		for _, c := range rc.Configs {
+			if c.Key == "cleanup.policy" && !strings.Contains(c.MaybeValue(), "compact") {
+				l.logger.Warn("Changelog topic is not compacted: retention may delete state still needed",
+					zap.String("topic", l.cfg.Topic), zap.String("cleanup.policy", c.MaybeValue()))
+			}
+		}
+	}
+	return nil
+}
+
+// Writer is this incarnation's id, as written in the writer header.
+func (l *Log) Writer() string { return l.writer }
+
+// OwnerOf is the owner name of a writer id.
+func OwnerOf(writer string) string {
+	if i := strings.LastIndexByte(writer, '/'); i >= 0 {
+		return writer[:i]
+	}
+	return writer
+}
+
+// Write produces ops in order and returns once every record is
+// acknowledged, or the first error. Ops of one group land in their order;
+// on an error some may have landed and others not.
+func (l *Log) Write(ctx context.Context, ops []Op) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	rs := make([]*kgo.Record, len(ops))
+	var bytes int64
+	for i, op := range ops {
+		rs[i] = &kgo.Record{
+			Topic:   l.cfg.Topic,
+			Key:     []byte(op.Key),
+			Value:   op.Value,
+			Headers: []kgo.RecordHeader{{Key: WriterHeader, Value: []byte(l.writer)}},
+		}
+		bytes += int64(len(op.Key) + len(op.Value) + len(WriterHeader) + len(l.writer))
+	}
+	if err := l.cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
+		return fmt.Errorf("changelog: write %s: %w", l.cfg.Topic, err)
+	}
+	l.mu.Lock()
+	l.stats.Records += int64(len(rs))
+	l.stats.Bytes += bytes
+	l.mu.Unlock()
+	return nil
+}
+
+// Sync waits until the view has read every partition up to its end as
+// listed at the call: every write acknowledged before Sync was called, by
+// any process, is then in the view.
+func (l *Log) Sync(ctx context.Context) error {
+	var ends kadm.ListedOffsets
+	for {
+		var err error
+		ends, err = l.adm.ListEndOffsets(ctx, l.cfg.Topic)
+		if err == nil {
+			err = ends.Error()
+		}
+		if err == nil {
+			break
+		}
+		if !kerr.IsRetriable(err) || ctx.Err() != nil {
+			return fmt.Errorf("changelog: list the end offsets of %s: %w", l.cfg.Topic, err)
+		}
+		select { // a leader moving, metadata not there yet: the client retries
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("changelog: list the end offsets of %s: %w", l.cfg.Topic, err)
+		}
+	}
+	want := map[int32]int64{}
+	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
+	for {
+		l.mu.Lock()
+		behind := false
+		for p, end := range want {
+			if l.pos[p] < end {
+				behind = true
+				break
+			}
+		}
+		changed, lastErr := l.changed, l.err
+		l.mu.Unlock()
+		if !behind {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			if lastErr != nil {
+				return fmt.Errorf("changelog: read %s: %w (%v)", l.cfg.Topic, ctx.Err(), lastErr)
+			}
+			return fmt.Errorf("changelog: read %s: %w", l.cfg.Topic, ctx.Err())
+		}
+	}
+}
+
+// Get returns the value of key in the view.
+func (l *Log) Get(key string) ([]byte, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	v, ok := l.values[key]
+	return v, ok
+}
+
+// Keys returns the keys of a group in the view, sorted, and the writer of
+// the group's latest record ("" for a group the view does not hold).
+func (l *Log) Keys(g string) ([]string, string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	gs := l.groups[g]
+	if gs == nil {
+		return nil, ""
+	}
+	keys := make([]string, 0, len(gs.keys))
+	for k := range gs.keys {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys, gs.writer
+}
+
+// Groups calls fn with every group the view holds keys of, and its
+// latest writer.
+func (l *Log) Groups(fn func(group, writer string)) {
+	l.mu.Lock()
+	type gw struct{ g, w string }
+	all := make([]gw, 0, len(l.groups))
+	for g, gs := range l.groups {
+		if len(gs.keys) > 0 {
+			all = append(all, gw{g, gs.writer})
+		}
+	}
+	l.mu.Unlock()
+	for _, x := range all {
+		fn(x.g, x.w)
+	}
+}
+
+// DrainForeign returns the groups that another incarnation wrote since
+// the last call and whose latest record is still not this one's.
+func (l *Log) DrainForeign() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.foreign) == 0 {
+		return nil
+	}
+	var out []string
+	for g := range l.foreign {
+		gs := l.groups[g]
+		if gs == nil || gs.writer == l.writer {
+			continue
+		}
+		out = append(out, g)
+		if len(gs.keys) == 0 {
+			delete(l.groups, g) // deleted by its owner: nothing left to tell
+		}
+	}
+	clear(l.foreign)
+	slices.Sort(out)
+	return out
+}
+
+// Stats returns what this process wrote so far.
+func (l *Log) Stats() Stats {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.stats
+}
+
+// Size returns the keys in the view and the bytes of their values.
+func (l *Log) Size() (keys int, bytes int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, v := range l.values {
+		bytes += int64(len(v))
+	}
+	return len(l.values), bytes
+}
+
+// Close stops reading and closes the client; pending writes have
+// returned already (Write waits for them).
+func (l *Log) Close() {
+	l.cancel()
+	<-l.done
+	l.cl.Close()
+}
+
+// run reads the topic into the view until ctx ends.
+func (l *Log) run(ctx context.Context) {
+	defer close(l.done)
+	for {
+		fs := l.cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		var ferr error
+		fs.EachError(func(t string, p int32, err error) {
+			ferr = err
+			l.logger.Warn("Changelog read failed; retrying", zap.String("topic", t), zap.Int32("partition", p), zap.Error(err))
+		})
+		l.mu.Lock()
+		if ferr != nil {
+			l.err = ferr
+		}
+		moved := false
+		fs.EachRecord(func(r *kgo.Record) {
+			l.apply(r)
+			if r.Offset+1 > l.pos[r.Partition] {
+				l.pos[r.Partition] = r.Offset + 1
+				moved = true
+			}
+		})
+		if moved {
+			close(l.changed)
+			l.changed = make(chan struct{})
+		}
+		l.mu.Unlock()
+	}
+}
+
+// apply brings the view up to date with one record. Callers hold mu.
+func (l *Log) apply(r *kgo.Record) {
+	key := string(r.Key)
+	var writer string
+	for _, h := range r.Headers {
+		if h.Key == WriterHeader {
+			writer = string(h.Value)
+		}
+	}
+	g := l.cfg.Group(key)
+	gs := l.groups[g]
+	if gs == nil {
+		gs = &group{keys: map[string]struct{}{}}
+		l.groups[g] = gs
+	}
+	gs.writer = writer
+	if r.Value == nil {
+		delete(l.values, key)
+		delete(gs.keys, key)
+	} else {
+		l.values[key] = slices.Clone(r.Value) // not a view into the fetch's buffer
+		gs.keys[key] = struct{}{}
+	}
+	if writer != l.writer {
+		l.foreign[g] = struct{}{}
+	} else if len(gs.keys) == 0 {
+		delete(l.groups, g)
+	}
+}

@@ -1,0 +1,200 @@
+package changelog
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// cluster starts an in-process fake Kafka cluster (a real broker protocol
+// implementation, not a mock) for one test.
+func cluster(t *testing.T) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+// sessionGroup is the journal's grouping: `s/"ID"` and every key under it.
+func sessionGroup(k string) string {
+	if i := strings.Index(k, "\"/"); i >= 0 {
+		return k[:i+1]
+	}
+	return k
+}
+
+func open(t *testing.T, c *kfake.Cluster, owner string) *Log {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := Open(ctx, Config{Brokers: c.ListenAddrs(), Topic: "state", Owner: owner, Partitions: 4, ReplicationFactor: -1,
+		MaxRecordBytes: 1 << 20, Group: sessionGroup})
+	require.NoError(t, err)
+	t.Cleanup(l.Close)
+	return l
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestWriteSyncView(t *testing.T) {
+	c := cluster(t)
+	a, b := open(t, c, "a"), open(t, c, "b")
+	ctx := ctxT(t)
+
+	require.NoError(t, a.Write(ctx, []Op{
+		{Key: `s/"one"`, Value: []byte("mark1")},
+		{Key: `s/"one"/h`, Value: []byte("header")},
+		{Key: `s/"one"/c/0`, Value: []byte("chunk0")},
+		{Key: `s/"two"`, Value: []byte("mark2")},
+	}))
+	// b sees a's writes once it synced: read-your-peers'-writes.
+	require.NoError(t, b.Sync(ctx))
+	v, ok := b.Get(`s/"one"/c/0`)
+	require.True(t, ok)
+	assert.Equal(t, "chunk0", string(v))
+	keys, w := b.Keys(`s/"one"`)
+	assert.Equal(t, []string{`s/"one"`, `s/"one"/c/0`, `s/"one"/h`}, keys)
+	assert.Equal(t, a.Writer(), w)
+	assert.Equal(t, "a", OwnerOf(w))
+	assert.Equal(t, []string{`s/"one"`, `s/"two"`}, b.DrainForeign(), "a's groups are foreign to b")
+	assert.Empty(t, b.DrainForeign(), "drained")
+
+	// a's own writes are not foreign to a.
+	require.NoError(t, a.Sync(ctx))
+	assert.Empty(t, a.DrainForeign())
+
+	// b takes "one" over: a learns it, and the chunk b deleted is gone.
+	require.NoError(t, b.Write(ctx, []Op{{Key: `s/"one"/c/0`}, {Key: `s/"one"`, Value: []byte("mark1b")}}))
+	require.NoError(t, a.Sync(ctx))
+	assert.Equal(t, []string{`s/"one"`}, a.DrainForeign())
+	_, ok = a.Get(`s/"one"/c/0`)
+	assert.False(t, ok, "tombstone removes the key")
+	keys, w = a.Keys(`s/"one"`)
+	assert.Equal(t, []string{`s/"one"`, `s/"one"/h`}, keys)
+	assert.Equal(t, b.Writer(), w)
+
+	// a writes "one" again (it got it back): b learns it; a's view says a.
+	require.NoError(t, a.Write(ctx, []Op{{Key: `s/"one"`, Value: []byte("mark1a")}}))
+	require.NoError(t, b.Sync(ctx))
+	assert.Equal(t, []string{`s/"one"`}, b.DrainForeign())
+	require.NoError(t, a.Sync(ctx))
+	assert.Empty(t, a.DrainForeign(), "b's write of one was superseded by a's own")
+
+	// Deleting a whole group empties it in every view.
+	require.NoError(t, a.Write(ctx, []Op{{Key: `s/"two"`}}))
+	require.NoError(t, b.Sync(ctx))
+	keys, _ = b.Keys(`s/"two"`)
+	assert.Empty(t, keys)
+
+	st := a.Stats()
+	assert.Equal(t, int64(6), st.Records)
+	assert.Positive(t, st.Bytes)
+}
+
+// A new incarnation of the same owner reads everything back from the
+// start of the topic, also after the broker compacted it; the earlier
+// incarnation's writes are foreign to it.
+func TestRestartReadsBackAfterCompaction(t *testing.T) {
+	c := cluster(t)
+	ctx := ctxT(t)
+	a := open(t, c, "a")
+	for i := range 5 {
+		require.NoError(t, a.Write(ctx, []Op{{Key: `s/"x"`, Value: []byte{byte('0' + i)}}, {Key: `s/"y"/c/` + string(rune('0'+i)), Value: []byte("c")}}))
+	}
+	require.NoError(t, a.Write(ctx, []Op{{Key: `s/"y"/c/0`}, {Key: `s/"y"/c/1`}}))
+	c.Compact()
+
+	a2 := open(t, c, "a")
+	assert.NotEqual(t, a.Writer(), a2.Writer(), "a nonce per incarnation")
+	require.NoError(t, a2.Sync(ctx))
+	v, _ := a2.Get(`s/"x"`)
+	assert.Equal(t, "4", string(v))
+	keys, w := a2.Keys(`s/"y"`)
+	assert.Equal(t, []string{`s/"y"/c/2`, `s/"y"/c/3`, `s/"y"/c/4`}, keys)
+	assert.Equal(t, "a", OwnerOf(w))
+	assert.Equal(t, []string{`s/"x"`, `s/"y"`}, a2.DrainForeign())
+	n, _ := a2.Size()
+	assert.Equal(t, 4, n)
+}
+
+// All keys of a group land in one partition (so a group's writes are
+// ordered), and the topic is created compacted.
+func TestGroupPartitionAndTopicConfig(t *testing.T) {
+	c := cluster(t)
+	ctx := ctxT(t)
+	a := open(t, c, "a")
+	var ops []Op
+	for _, s := range []string{"p", "q", "r", "s", "t", "u"} {
+		for _, suffix := range []string{"", "/h", "/c/0", "/c/1"} {
+			ops = append(ops, Op{Key: `s/"` + s + `"` + suffix, Value: []byte("v")})
+		}
+	}
+	require.NoError(t, a.Write(ctx, ops))
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics("state"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer cl.Close()
+	partOf := map[string]int32{}
+	seen := 0
+	for seen < len(ops) {
+		fs := cl.PollFetches(ctx)
+		require.NoError(t, ctx.Err())
+		fs.EachRecord(func(r *kgo.Record) {
+			seen++
+			g := sessionGroup(string(r.Key))
+			if p, ok := partOf[g]; ok {
+				assert.Equal(t, p, r.Partition, "%s: its group is in partition %d", r.Key, p)
+			}
+			partOf[g] = r.Partition
+		})
+	}
+	parts := map[int32]bool{}
+	for _, p := range partOf {
+		parts[p] = true
+	}
+	assert.Greater(t, len(parts), 1, "groups spread over partitions")
+
+	rcs, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, "state")
+	require.NoError(t, err)
+	policy := ""
+	for _, rc := range rcs {
+		for _, cfg := range rc.Configs {
+			if cfg.Key == "cleanup.policy" {
+				policy = cfg.MaybeValue()
+			}
+		}
+	}
+	assert.Equal(t, "compact", policy)
+
+	// Opening again finds the topic and keeps it.
+	open(t, c, "b")
+}
+
+// Sync fails when the brokers are gone, within its context.
+func TestSyncFailsWithoutBroker(t *testing.T) {
+	c := cluster(t)
+	a := open(t, c, "a")
+	c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	assert.Error(t, a.Sync(ctx))
+	assert.Error(t, a.Write(ctx, []Op{{Key: "k", Value: []byte("v")}}))
+}
+
+func TestOpenValidates(t *testing.T) {
+	_, err := Open(context.Background(), Config{Topic: "t", Owner: "o"})
+	assert.ErrorContains(t, err, "brokers, topic and owner are required")
+}
