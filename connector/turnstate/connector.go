@@ -77,10 +77,11 @@ type core struct {
 }
 
 func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core, error) {
-	e := turnengine.New(cfg.engineConfig())
+	ec := cfg.engineConfig()
 	if prices, err := cfg.priceTable(); err == nil { // validated already
-		e.Metrics().SetPrices(prices)
+		ec.Prices = prices
 	}
+	e := turnengine.New(ec)
 	c := &core{
 		cfg:    cfg,
 		logger: set.Logger,

@@ -105,8 +105,11 @@ func points(e *Engine, name string, f func(pcommon.Map, float64)) {
 func TestUnpricedModel(t *testing.T) {
 	path := filepath.Join(testcorpus.Dir(t), "v0/examples/jsonrpc-agent/tests/snapshots/bash-tool/session.jsonl")
 	in := loadFile(t, path, "s")
-	e := New(Config{})
-	e.Metrics().SetPrices(nil)
+	none, err := pricing.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(Config{Prices: none})
 	for _, x := range in {
 		e.Ingest(x, epoch)
 	}
@@ -132,8 +135,7 @@ func TestUnpricedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e = New(Config{})
-	e.Metrics().SetPrices(tb)
+	e = New(Config{Prices: tb})
 	for _, x := range in {
 		e.Ingest(x, epoch)
 	}

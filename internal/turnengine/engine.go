@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -42,6 +43,10 @@ type Config struct {
 	// turns, live step fragments, late closes); nil: the engine's own
 	// Metrics (Engine.Metrics).
 	Observer Observer
+	// Prices prices the model calls of every turn (Attempt.Cost,
+	// Turn.Cost); nil: the built-in DeepSeek prices. An empty table prices
+	// nothing.
+	Prices *pricing.Table
 	// KeepInherited rebuilds a fork's inherited prefix (the events before
 	// the header's seedLength, docs/format.md §11.5) into turns like the session's own, as
 	// an outline of the whole log wants. Off, they are skipped: their spans
@@ -85,6 +90,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxAttributeValues <= 0 {
 		c.MaxAttributeValues = DefaultMaxAttributeValues
+	}
+	if c.Prices == nil {
+		c.Prices = defaultPrices
 	}
 	return c
 }
@@ -417,6 +425,7 @@ func (e *Engine) turnClosed(s *session, t *Turn, now time.Time) {
 	}
 	if t.Late == nil {
 		e.stats.TurnsClosed++
+		e.price(t, t.Steps...)
 	}
 	e.obs.Closed(t, now)
 	e.closed = append(e.closed, t)

@@ -5,8 +5,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dshtrace/dshtrace/internal/pricing"
-
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
@@ -134,8 +132,6 @@ type Metrics struct {
 	// eventPoints maps a raw event type to its dsh.session.events point
 	// (after the cap), so counting an event is one lookup.
 	eventPoints map[string]*point
-	// prices prices the model calls of each turn recorded.
-	prices *pricing.Table
 }
 
 // The Metrics are an Observer of the engine: they aggregate what it sees.
@@ -147,10 +143,8 @@ func (m *Metrics) Event(eventType string, now time.Time) { m.recordEvent(eventTy
 // Violation counts an invariant violation (dsh.session.violations).
 func (m *Metrics) Violation(code string, now time.Time) { m.recordViolation(code, now) }
 
-// Closed aggregates what the engine closed: a turn (priced first, so that
-// the spans rendered from it carry the cost the metrics count), a live
-// step fragment (priced into its turn's totals; counted unless Replayed),
-// or a late close.
+// Closed aggregates what the engine closed: a turn, a live step fragment
+// (counted unless Replayed), or a late close. The engine priced it before.
 func (m *Metrics) Closed(t *Turn, now time.Time) {
 	switch {
 	case t.Late != nil:
@@ -173,7 +167,7 @@ func NewMetrics(maxValues int) *Metrics {
 func newMetrics() *Metrics {
 	m := &Metrics{maxValues: 100, admitted: map[string]map[string]struct{}{},
 		series: map[string]map[string]*point{}, defs: map[string]*metricDef{},
-		eventPoints: map[string]*point{}, prices: defaultPrices}
+		eventPoints: map[string]*point{}}
 	for i, d := range metricDefs {
 		m.series[d.name] = map[string]*point{}
 		m.defs[d.name] = &metricDefs[i]
@@ -188,13 +182,6 @@ func (m *Metrics) SetMaxValues(n int) {
 		clear(m.eventPoints)
 	}
 }
-
-// defaultPrices are the built-in prices, shared by every engine.
-var defaultPrices = pricing.Default()
-
-// SetPrices replaces the price table (the built-in DeepSeek prices by
-// default); nil prices nothing.
-func (m *Metrics) SetPrices(t *pricing.Table) { m.prices = t }
 
 // capped admits a value of a capped dimension, or returns OtherValue.
 func (m *Metrics) capped(dim, value string) string {
@@ -284,11 +271,8 @@ func seconds(ms int64) float64 { return float64(ms) / 1000 }
 func msToNanos(ms int64) int64 { return ms * int64(time.Millisecond) }
 
 // recordTurn aggregates a closed turn: its outcome, its model calls and its
-// tool calls. It prices the turn first (Attempt.Cost, Turn.Cost), so that
-// the spans rendered from it afterwards carry the cost the metrics count.
-// The steps of it emitted live were priced and counted then (live.go).
+// tool calls. The steps of it emitted live were counted then (live.go).
 func (m *Metrics) recordTurn(t *Turn, now time.Time) {
-	priceSteps(m.prices, t, t.Steps)
 	reason := reasonKind(t)
 	errType := ""
 	if t.Reason.Failure != nil {
@@ -311,7 +295,7 @@ func (m *Metrics) recordTurn(t *Turn, now time.Time) {
 	op := kv{"gen_ai.operation.name", "invoke_agent"}
 	m.observe(MetricAgentDuration, seconds(t.EndTime-t.StartTime), ex, attrs(op, agent, kv{"error.type", agentErr}), now)
 	// The steps emitted live were counted when they went out.
-	inferences, tools := t.liveInferences, t.liveTools
+	inferences, tools := t.LiveModelCalls, t.LiveToolCalls
 	for _, st := range t.Steps {
 		inferences += len(st.Attempts)
 		tools += len(st.Tools)
@@ -330,31 +314,6 @@ func (m *Metrics) recordTurn(t *Turn, now time.Time) {
 // status is an error.
 func turnFailed(reason string) bool {
 	return reason == "error" || reason == "interrupted" || reason == "dangling"
-}
-
-// priceSteps sets the cost of every model call of steps (of turn t) that
-// reported usage and whose provider and model prices knows, at the turn's
-// start time, and adds them to the turn's total.
-func priceSteps(prices *pricing.Table, t *Turn, steps []*Step) {
-	at := time.UnixMilli(t.StartTime).UTC()
-	for _, st := range steps {
-		for _, a := range st.Attempts {
-			a.Cost, a.Priced = pricing.Cost{}, false
-			if a.Usage == nil {
-				continue
-			}
-			p, ok := prices.Lookup(a.Provider, a.Model, at)
-			if !ok {
-				t.UnpricedCalls++
-				continue
-			}
-			a.Cost = p.Of(pricing.Usage{Input: a.Usage.InputTokens, CacheRead: a.Usage.CacheReadTokens,
-				CacheWrite: a.Usage.CacheWriteTokens, Output: a.Usage.OutputTokens})
-			a.Priced = true
-			t.Cost = t.Cost.Add(a.Cost)
-			t.PricedCalls++
-		}
-	}
 }
 
 // finishReason is a model call's finish reason for

@@ -53,9 +53,10 @@ type Turn struct {
 	// in its turn's totals only.
 	Of       *Turn
 	Replayed bool
-	// liveInferences and liveTools count the model and tool calls of the
-	// steps emitted live (their Cost is in Cost already).
-	liveInferences, liveTools int
+	// LiveModelCalls and LiveToolCalls count the model and tool calls of
+	// the steps already emitted live, which Steps no longer holds (their
+	// cost is in Cost already).
+	LiveModelCalls, LiveToolCalls int
 }
 
 // NumSteps is the turn's number of steps, those emitted live included.
