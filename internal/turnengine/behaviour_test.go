@@ -113,39 +113,11 @@ func shuffleWindows(rng *rand.Rand, in []Input, n int) []Input {
 	return out
 }
 
-// synthLog writes a v4 session of turns turns, each with steps steps and
-// one tool call per step, the last turn left open when open is true.
-func synthLog(session string, turns, steps int, open bool) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `{"type":"session","version":4,"id":%q,"createdAt":1,"isSeeded":false,"delegationDepth":0}`+"\n", session)
-	seq, tm := 0, int64(1_800_000_000_000)
-	ev := func(typ, data string, extra string) {
-		fmt.Fprintf(&b, `{"type":%q,"seq":%d,"time":%d,"data":%s%s}`+"\n", typ, seq, tm, data, extra)
-		seq++
-		tm += 10
-	}
-	for tn := 1; tn <= turns; tn++ {
-		ev("turn/start", fmt.Sprintf(`{"turn":%d}`, tn), "")
-		for st := 1; st <= steps; st++ {
-			ev("step/start", fmt.Sprintf(`{"turn":%d,"step":%d}`, tn, st), "")
-			call := fmt.Sprintf("c%d_%d", tn, st)
-			ev("assistant/message", fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"m%d","role":"assistant","content":[{"type":"tool-call","id":%q,"name":"bash","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"}},"usage":{"inputTokens":10,"outputTokens":2},"stream":[]}`, tn, st, seq, call), `,"surfaceOp":"append"`)
-			ev("tool/call", fmt.Sprintf(`{"turn":%d,"step":%d,"callId":%q,"name":"bash","arguments":"{}"}`, tn, st, call), "")
-			ev("tool/result", fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"r%d","role":"tool","toolCallId":%q,"content":[{"type":"text","text":"ok"}],"source":{"kind":"tool","callId":%q}}}`, tn, st, seq, call, call), fmt.Sprintf(`,"sourceEventSeqs":[%d],"surfaceOp":"append"`, seq-1))
-			ev("step/end", fmt.Sprintf(`{"turn":%d,"step":%d}`, tn, st), "")
-		}
-		if tn < turns || !open {
-			ev("turn/end", fmt.Sprintf(`{"turn":%d,"reason":{"kind":"completed"}}`, tn), "")
-		}
-	}
-	return b.String()
-}
-
 // A turn silent for dangling_timeout (arrival clock) closes as dangling,
 // once; its events arriving afterwards are late, not a second turn — its
 // turn/end only adds the late close that tells how it ended (late.go).
 func TestDanglingTimeoutAndLateEvents(t *testing.T) {
-	inputs := loadInputs(t, strings.NewReader(synthLog("s1", 2, 2, false)), "s1")
+	inputs := loadInputs(t, strings.NewReader(testlog.Synth("s1", 2, 2, false)), "s1")
 	cut := len(inputs) - 3 // hold back the last step/end... no: the last three events
 	e := New(Config{DanglingTimeout: time.Minute})
 	for _, in := range inputs[:cut] {
@@ -197,7 +169,7 @@ func TestEviction(t *testing.T) {
 	e := New(Config{MaxOpenTurns: 3, MaxSessions: 5})
 	for i := 0; i < 6; i++ {
 		id := fmt.Sprintf("s%d", i)
-		for _, in := range loadInputs(t, strings.NewReader(synthLog(id, 1, 1, true)), id) {
+		for _, in := range loadInputs(t, strings.NewReader(testlog.Synth(id, 1, 1, true)), id) {
 			e.Ingest(in, epoch.Add(time.Duration(i)*time.Second))
 		}
 	}

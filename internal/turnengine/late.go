@@ -199,19 +199,3 @@ func appendLateClose(spans ptrace.SpanSlice, t *Turn) {
 	}
 	appendEvents(sp, lc.Closers, "")
 }
-
-// MetricTurnsClosedLate counts late closes.
-const MetricTurnsClosedLate = "dsh.turns.closed_late"
-
-func init() {
-	metricDefs = append(metricDefs, metricDef{MetricTurnsClosedLate,
-		"Turns closed as dangling that dsh ended later, by their real TurnEndReason and how they had dangled.",
-		"{turn}", kindCounter, nil})
-}
-
-// recordLateClose counts a late close by its real end reason and how the
-// turn had dangled.
-func (m *Metrics) recordLateClose(t *Turn, now time.Time) {
-	m.add(MetricTurnsClosedLate, 1, attrs(kv{"dsh.turn.end_reason", reasonKind(t)}, kv{"dsh.dangling.cause", t.Late.DanglingCause},
-		kv{"gen_ai.agent.name", m.capped("agent", t.Agent)}), now)
-}

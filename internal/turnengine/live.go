@@ -37,20 +37,3 @@ func (s *session) finishStep(restoring bool, now time.Time) {
 		s.e.closed = append(s.e.closed, frag)
 	}
 }
-
-// recordFragment aggregates the model and tool calls of a live step
-// fragment, unless it is Replayed (counted when it first went out).
-func (m *Metrics) recordFragment(f *Turn, now time.Time) {
-	if f.Replayed {
-		return
-	}
-	trace := TraceID(f.SessionID, f.Number)
-	for _, st := range f.Steps {
-		for _, a := range st.Attempts {
-			m.recordAttempt(f, st, a, trace, now)
-		}
-		for _, tc := range st.Tools {
-			m.recordTool(f, st, tc, trace, now)
-		}
-	}
-}

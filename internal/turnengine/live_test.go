@@ -2,6 +2,7 @@ package turnengine
 
 import (
 	"fmt"
+	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -67,7 +68,7 @@ func TestLiveStepsEqualWhole(t *testing.T) {
 // TestLiveStepsShowRunningTurn: the finished steps of a turn still open
 // are out before its turn/end; the root follows with the turn's totals.
 func TestLiveStepsShowRunningTurn(t *testing.T) {
-	inputs := loadInputs(t, strings.NewReader(synthLog("s", 1, 3, false)), "s")
+	inputs := loadInputs(t, strings.NewReader(testlog.Synth("s", 1, 3, false)), "s")
 	e := New(Config{LiveSteps: true})
 	for _, in := range inputs[:len(inputs)-1] { // all but the turn/end
 		e.Ingest(in, epoch)
@@ -110,14 +111,14 @@ func TestLiveStepsMemory(t *testing.T) {
 		per := map[bool]float64{}
 		for _, live := range []bool{false, true} {
 			e := New(Config{LiveSteps: live, DanglingTimeout: time.Hour})
-			src := make([]*eventSource, sessions)
+			src := make([]eventSource, sessions)
 			for i := range src {
 				src[i] = newEventSource(fmt.Sprintf("s%d", i), steps+1)
 			}
 			before := heapInUse()
 			for i := range src {
 				// turn/start, then steps finished steps, the last one open.
-				for src[i].finishedSteps() < steps {
+				for src[i].FinishedSteps() < steps {
 					e.Ingest(src[i].input(), epoch)
 					e.Drain()
 				}

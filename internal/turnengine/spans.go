@@ -2,6 +2,7 @@ package turnengine
 
 import (
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -377,5 +378,70 @@ func appendEvents(sp ptrace.Span, events []SpanEvent, callID string) {
 		se.SetTimestamp(ts(e.Time))
 		se.Attributes().PutInt("dsh.event.seq", e.Seq)
 		putAttrs(se.Attributes(), e.Attrs)
+	}
+}
+
+func seconds(ms int64) float64 { return float64(ms) / 1000 }
+
+func msToNanos(ms int64) int64 { return ms * int64(time.Millisecond) }
+
+// finishReason is a model call's finish reason for
+// gen_ai.response.finish_reasons, in the conventions' values: dsh's stop,
+// tool-calls and max-tokens are stop, tool_call and length; an error or
+// aborted stream, and a generation that ended with no finish and no
+// committed message (cut off), ended abnormally: error. Other kinds pass
+// as dsh names them; a committed message without a finish has none.
+func finishReason(a *Attempt) string {
+	switch a.FinishKind {
+	case "":
+		if !a.Committed {
+			return "error"
+		}
+		return ""
+	case "stop":
+		return "stop"
+	case "tool-calls":
+		return "tool_call"
+	case "max-tokens":
+		return "length"
+	case "error", "aborted":
+		return "error"
+	}
+	return a.FinishKind
+}
+
+// toolErrorType is a failed tool call's error.type: its error code, else
+// tool_error.
+func toolErrorType(tc *ToolCall) string {
+	if tc.ErrorCode != "" {
+		return tc.ErrorCode
+	}
+	return "tool_error"
+}
+
+// reasonKind is the turn's end reason for attributes: the TurnEndReason
+// kind, "dangling", or "unknown" for a turn/end without one.
+func reasonKind(t *Turn) string {
+	if t.Dangling() {
+		return "dangling"
+	}
+	if t.Reason.Kind == "" {
+		return "unknown"
+	}
+	return t.Reason.Kind
+}
+
+func putAttrs(m pcommon.Map, attrs []Attr) {
+	for _, a := range attrs {
+		switch v := a.Value.(type) {
+		case string:
+			if v != "" { // an empty value is no attribute (error.type on success)
+				m.PutStr(a.Key, v)
+			}
+		case int64:
+			m.PutInt(a.Key, v)
+		case bool:
+			m.PutBool(a.Key, v)
+		}
 	}
 }

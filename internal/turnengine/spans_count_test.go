@@ -30,3 +30,22 @@ func TestSpanCount(t *testing.T) {
 	}
 	assert.Greater(t, turns, 10)
 }
+
+// Finish reasons in the conventions' values; a generation that ended
+// abnormally — failed, cancelled, or with no finish and no message —
+// reports "error".
+func TestFinishReasons(t *testing.T) {
+	for _, tc := range []struct {
+		kind      string
+		committed bool
+		want      string
+	}{
+		{"", false, "error"}, {"", true, ""}, {"stop", true, "stop"}, {"tool-calls", true, "tool_call"},
+		{"max-tokens", true, "length"}, {"error", false, "error"}, {"aborted", false, "error"}, {"aborted", true, "error"},
+		{"some-new-kind", true, "some-new-kind"},
+	} {
+		if got := finishReason(&Attempt{FinishKind: tc.kind, Committed: tc.committed}); got != tc.want {
+			t.Errorf("finish %q committed %v: %q, want %q", tc.kind, tc.committed, got, tc.want)
+		}
+	}
+}

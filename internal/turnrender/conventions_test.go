@@ -1,4 +1,4 @@
-package turnengine
+package turnrender
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
+	"github.com/dshtrace/dshtrace/internal/turnengine"
 )
 
 func spansByName(td ptrace.Traces) map[string][]ptrace.Span {
@@ -44,7 +45,7 @@ func closeTo(a, b float64) bool { return math.Abs(a-b) < 1e-15 }
 //	turn:   90.7984 µ$
 func TestCostOfCorpusTurn(t *testing.T) {
 	path := filepath.Join(testcorpus.Dir(t), "v0/examples/jsonrpc-agent/tests/snapshots/bash-tool/session.jsonl")
-	e, td := run(Config{}, loadFile(t, path, "s"))
+	_, m, td := run(turnengine.Config{}, loadFile(t, path, "s"))
 	spans := spansByName(td)
 	chats := spans["chat"]
 	if len(chats) != 2 {
@@ -75,7 +76,7 @@ func TestCostOfCorpusTurn(t *testing.T) {
 	}
 	// The dsh.usage.cost counter adds up to the same total, by token type.
 	byType := map[string]float64{}
-	points(e, MetricUsageCost, func(attrs pcommon.Map, v float64) {
+	points(m, MetricUsageCost, func(attrs pcommon.Map, v float64) {
 		typ, _ := attrs.Get("gen_ai.token.type")
 		byType[typ.Str()] += v
 	})
@@ -91,8 +92,8 @@ func TestCostOfCorpusTurn(t *testing.T) {
 }
 
 // points calls f with every data point of a double counter.
-func points(e *Engine, name string, f func(pcommon.Map, float64)) {
-	for _, p := range e.Metrics().series[name] {
+func points(m *Metrics, name string, f func(pcommon.Map, float64)) {
+	for _, p := range m.series[name] {
 		m := pcommon.NewMap()
 		putKVs(m, p.attrs)
 		f(m, p.fvalue)
@@ -109,12 +110,12 @@ func TestUnpricedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := New(Config{Prices: none})
+	e, m := newEngine(turnengine.Config{Prices: none})
 	for _, x := range in {
 		e.Ingest(x, epoch)
 	}
-	e.Flush(CauseEndOfInput, epoch)
-	spans := spansByName(Traces(e.Drain()))
+	e.Flush(turnengine.CauseEndOfInput, epoch)
+	spans := spansByName(turnengine.Traces(e.Drain()))
 	for _, s := range spans["chat"] {
 		if _, ok := s.Attributes().Get("dsh.usage.cost"); ok {
 			t.Error("a chat span without a price has a cost")
@@ -127,7 +128,7 @@ func TestUnpricedModel(t *testing.T) {
 	if v, _ := root.Get("dsh.turn.cost.unpriced_calls"); v.Int() != 2 {
 		t.Errorf("unpriced calls = %d, want 2", v.Int())
 	}
-	if len(e.Metrics().series[MetricUsageCost]) != 0 {
+	if len(m.series[MetricUsageCost]) != 0 {
 		t.Error("dsh.usage.cost counted without prices")
 	}
 
@@ -135,12 +136,12 @@ func TestUnpricedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e = New(Config{Prices: tb})
+	e, _ = newEngine(turnengine.Config{Prices: tb})
 	for _, x := range in {
 		e.Ingest(x, epoch)
 	}
-	e.Flush(CauseEndOfInput, epoch)
-	root = spansByName(Traces(e.Drain()))["invoke_agent"][0].Attributes()
+	e.Flush(turnengine.CauseEndOfInput, epoch)
+	root = spansByName(turnengine.Traces(e.Drain()))["invoke_agent"][0].Attributes()
 	// $1 per 1M tokens of every type: (123+1664+89 + 233+1664+24)/1e6.
 	if v, _ := root.Get("dsh.turn.cost"); !closeTo(v.Double(), 3797e-6) {
 		t.Errorf("dsh.turn.cost = %v, want 0.003797", v.AsRaw())
@@ -153,7 +154,7 @@ func TestUnpricedModel(t *testing.T) {
 // gen_ai.response.finish_reasons); every part has a type.
 func TestContentShapes(t *testing.T) {
 	path := filepath.Join(testcorpus.Dir(t), "v4/snapshots/sdk/tool-error-details/session.v4.jsonl")
-	_, td := run(Config{CaptureContent: true}, loadFile(t, path, "s"))
+	_, _, td := run(turnengine.Config{CaptureContent: true}, loadFile(t, path, "s"))
 	checkParts := func(what string, parts []any) {
 		if len(parts) == 0 {
 			t.Errorf("%s: no parts", what)
@@ -213,25 +214,6 @@ func TestContentShapes(t *testing.T) {
 	}
 }
 
-// Finish reasons in the conventions' values; a generation that ended
-// abnormally — failed, cancelled, or with no finish and no message —
-// reports "error".
-func TestFinishReasons(t *testing.T) {
-	for _, tc := range []struct {
-		kind      string
-		committed bool
-		want      string
-	}{
-		{"", false, "error"}, {"", true, ""}, {"stop", true, "stop"}, {"tool-calls", true, "tool_call"},
-		{"max-tokens", true, "length"}, {"error", false, "error"}, {"aborted", false, "error"}, {"aborted", true, "error"},
-		{"some-new-kind", true, "some-new-kind"},
-	} {
-		if got := finishReason(&Attempt{FinishKind: tc.kind, Committed: tc.committed}); got != tc.want {
-			t.Errorf("finish %q committed %v: %q, want %q", tc.kind, tc.committed, got, tc.want)
-		}
-	}
-}
-
 // A model call that reported no usage shows as absent everywhere: no
 // usage attributes on its chat span nor totals on the turn span, nothing
 // counted in dsh.usage.tokens or dsh.usage.cost — not zeros.
@@ -243,7 +225,7 @@ func TestMissingUsageIsAbsent(t *testing.T) {
 {"type":"step/end","seq":3,"time":2000,"data":{"turn":1,"step":1}}
 {"type":"turn/end","seq":4,"time":2000,"data":{"turn":1,"reason":{"kind":"completed"}}}
 `
-	e, td := run(Config{}, loadInputs(t, strings.NewReader(log), "c"))
+	_, m, td := run(turnengine.Config{}, loadInputs(t, strings.NewReader(log), "c"))
 	spans := spansByName(td)
 	if len(spans["chat"]) != 1 {
 		t.Fatalf("%d chat spans", len(spans["chat"]))
@@ -257,7 +239,7 @@ func TestMissingUsageIsAbsent(t *testing.T) {
 		})
 	}
 	for _, name := range []string{MetricUsageTokens, MetricUsageCost} {
-		if n := len(e.Metrics().series[name]); n != 0 {
+		if n := len(m.series[name]); n != 0 {
 			t.Errorf("%s has %d series without any usage reported", name, n)
 		}
 	}

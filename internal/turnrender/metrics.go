@@ -1,4 +1,4 @@
-package turnengine
+package turnrender
 
 import (
 	"sort"
@@ -7,6 +7,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/dshtrace/dshtrace/internal/turnengine"
 )
 
 // Metric names. The gen_ai.* ones follow the OpenTelemetry GenAI semantic
@@ -29,6 +31,7 @@ const (
 	MetricToolDuration      = "gen_ai.execute_tool.duration"
 	MetricSessionEvents     = "dsh.session.events"
 	MetricSessionViolations = "dsh.session.violations"
+	MetricTurnsClosedLate   = "dsh.turns.closed_late"
 )
 
 // Token types of dsh.usage.tokens and dsh.usage.cost: disjoint, so that
@@ -80,6 +83,8 @@ var metricDefs = []metricDef{
 	{MetricToolDuration, "Tool execution duration, tool/call to tool/result.", "s", kindHistogram, durationBounds},
 	{MetricSessionEvents, "Session events seen, each once.", "{event}", kindCounter, nil},
 	{MetricSessionViolations, "Format invariant violations seen.", "{violation}", kindCounter, nil},
+	{MetricTurnsClosedLate, "Turns closed as dangling that dsh ended later, by their real TurnEndReason and how they had dangled.",
+		"{turn}", kindCounter, nil},
 }
 
 // kv is one metric attribute; every metric attribute is a string.
@@ -122,7 +127,8 @@ type exemplar struct {
 // maxExemplars per histogram point per flush.
 const maxExemplars = 4
 
-// Metrics holds the cumulative aggregates the engine emits (docs/design.md §5).
+// Metrics holds the cumulative aggregates of what an engine closed
+// (docs/design.md §5): the engine's Observer, rendered by AppendTo.
 type Metrics struct {
 	maxValues int
 	admitted  map[string]map[string]struct{}
@@ -135,7 +141,7 @@ type Metrics struct {
 }
 
 // The Metrics are an Observer of the engine: they aggregate what it sees.
-var _ Observer = (*Metrics)(nil)
+var _ turnengine.Observer = (*Metrics)(nil)
 
 // Event counts an event applied (dsh.session.events).
 func (m *Metrics) Event(eventType string, now time.Time) { m.recordEvent(eventType, now) }
@@ -145,7 +151,7 @@ func (m *Metrics) Violation(code string, now time.Time) { m.recordViolation(code
 
 // Closed aggregates what the engine closed: a turn, a live step fragment
 // (counted unless Replayed), or a late close. The engine priced it before.
-func (m *Metrics) Closed(t *Turn, now time.Time) {
+func (m *Metrics) Closed(t *turnengine.Turn, now time.Time) {
 	switch {
 	case t.Late != nil:
 		m.recordLateClose(t, now)
@@ -156,8 +162,13 @@ func (m *Metrics) Closed(t *Turn, now time.Time) {
 	}
 }
 
+// DefaultMaxAttributeValues is the default cap on the distinct values of
+// a capped dimension (model, provider, tool, event type, agent).
+const DefaultMaxAttributeValues = 100
+
 // NewMetrics returns empty metrics capping each dimension at maxValues
-// distinct values (the default when 0), pricing with the built-in table.
+// distinct values (DefaultMaxAttributeValues when 0); past the cap a
+// value is reported as OtherValue.
 func NewMetrics(maxValues int) *Metrics {
 	m := newMetrics()
 	m.SetMaxValues(maxValues)
@@ -165,7 +176,7 @@ func NewMetrics(maxValues int) *Metrics {
 }
 
 func newMetrics() *Metrics {
-	m := &Metrics{maxValues: 100, admitted: map[string]map[string]struct{}{},
+	m := &Metrics{maxValues: DefaultMaxAttributeValues, admitted: map[string]map[string]struct{}{},
 		series: map[string]map[string]*point{}, defs: map[string]*metricDef{},
 		eventPoints: map[string]*point{}}
 	for i, d := range metricDefs {
@@ -272,16 +283,16 @@ func msToNanos(ms int64) int64 { return ms * int64(time.Millisecond) }
 
 // recordTurn aggregates a closed turn: its outcome, its model calls and its
 // tool calls. The steps of it emitted live were counted then (live.go).
-func (m *Metrics) recordTurn(t *Turn, now time.Time) {
+func (m *Metrics) recordTurn(t *turnengine.Turn, now time.Time) {
 	reason := reasonKind(t)
 	errType := ""
 	if t.Reason.Failure != nil {
 		errType = t.Reason.Failure.Code
 	}
-	trace := TraceID(t.SessionID, t.Number)
+	trace := turnengine.TraceID(t.SessionID, t.Number)
 	agent := kv{"gen_ai.agent.name", m.capped("agent", t.Agent)}
 	m.add(MetricTurns, 1, attrs(kv{"dsh.turn.end_reason", reason}, agent, kv{"error.type", errType}), now)
-	ex := exemplar{traceID: trace, spanID: TurnSpanID(t.SessionID, t.Number), at: msToNanos(t.EndTime)}
+	ex := exemplar{traceID: trace, spanID: turnengine.TurnSpanID(t.SessionID, t.Number), at: msToNanos(t.EndTime)}
 	byReason := attrs(kv{"dsh.turn.end_reason", reason})
 	m.observe(MetricTurnDuration, seconds(t.EndTime-t.StartTime), ex, byReason, now)
 	m.observe(MetricTurnSteps, float64(t.NumSteps()), ex, byReason, now)
@@ -316,36 +327,35 @@ func turnFailed(reason string) bool {
 	return reason == "error" || reason == "interrupted" || reason == "dangling"
 }
 
-// finishReason is a model call's finish reason for
-// gen_ai.response.finish_reasons, in the conventions' values: dsh's stop,
-// tool-calls and max-tokens are stop, tool_call and length; an error or
-// aborted stream, and a generation that ended with no finish and no
-// committed message (cut off), ended abnormally: error. Other kinds pass
-// as dsh names them; a committed message without a finish has none.
-func finishReason(a *Attempt) string {
-	switch a.FinishKind {
-	case "":
-		if !a.Committed {
-			return "error"
-		}
-		return ""
-	case "stop":
-		return "stop"
-	case "tool-calls":
-		return "tool_call"
-	case "max-tokens":
-		return "length"
-	case "error", "aborted":
-		return "error"
+// recordFragment aggregates the model and tool calls of a live step
+// fragment, unless it is Replayed (counted when it first went out).
+func (m *Metrics) recordFragment(f *turnengine.Turn, now time.Time) {
+	if f.Replayed {
+		return
 	}
-	return a.FinishKind
+	trace := turnengine.TraceID(f.SessionID, f.Number)
+	for _, st := range f.Steps {
+		for _, a := range st.Attempts {
+			m.recordAttempt(f, st, a, trace, now)
+		}
+		for _, tc := range st.Tools {
+			m.recordTool(f, st, tc, trace, now)
+		}
+	}
 }
 
-func (m *Metrics) recordAttempt(t *Turn, st *Step, a *Attempt, trace pcommon.TraceID, now time.Time) {
-	provider := kv{"gen_ai.provider.name", m.capped("provider", ProviderName(a.Provider))}
+// recordLateClose counts a late close (dsh.turns.closed_late) by its real
+// end reason and how the turn had dangled.
+func (m *Metrics) recordLateClose(t *turnengine.Turn, now time.Time) {
+	m.add(MetricTurnsClosedLate, 1, attrs(kv{"dsh.turn.end_reason", reasonKind(t)}, kv{"dsh.dangling.cause", t.Late.DanglingCause},
+		kv{"gen_ai.agent.name", m.capped("agent", t.Agent)}), now)
+}
+
+func (m *Metrics) recordAttempt(t *turnengine.Turn, st *turnengine.Step, a *turnengine.Attempt, trace pcommon.TraceID, now time.Time) {
+	provider := kv{"gen_ai.provider.name", m.capped("provider", turnengine.ProviderName(a.Provider))}
 	model := kv{"gen_ai.request.model", m.capped("model", a.Model)}
 	op := kv{"gen_ai.operation.name", "chat"}
-	ex := exemplar{traceID: trace, spanID: ChatSpanID(t.SessionID, t.Number, st.Number, a.Index), at: msToNanos(a.EndTime)}
+	ex := exemplar{traceID: trace, spanID: turnengine.ChatSpanID(t.SessionID, t.Number, st.Number, a.Index), at: msToNanos(a.EndTime)}
 	errType := ""
 	if a.Failed() {
 		errType = "_OTHER"
@@ -379,7 +389,7 @@ func (m *Metrics) recordAttempt(t *Turn, st *Step, a *Attempt, trace pcommon.Tra
 	}
 }
 
-func (m *Metrics) recordTool(t *Turn, st *Step, tc *ToolCall, trace pcommon.TraceID, now time.Time) {
+func (m *Metrics) recordTool(t *turnengine.Turn, st *turnengine.Step, tc *turnengine.ToolCall, trace pcommon.TraceID, now time.Time) {
 	name := kv{"gen_ai.tool.name", m.capped("tool", tc.Name)}
 	m.add(MetricToolCalls, 1, attrs(name, kv{"dsh.tool.outcome", tc.Outcome}), now)
 	if tc.Outcome != "unknown" {
@@ -387,7 +397,7 @@ func (m *Metrics) recordTool(t *Turn, st *Step, tc *ToolCall, trace pcommon.Trac
 		if tc.Outcome == "error" {
 			errType = toolErrorType(tc)
 		}
-		ex := exemplar{traceID: trace, spanID: ToolSpanID(t.SessionID, t.Number, st.Number, tc.CallID, ""), at: msToNanos(tc.EndTime)}
+		ex := exemplar{traceID: trace, spanID: turnengine.ToolSpanID(t.SessionID, t.Number, st.Number, tc.CallID, ""), at: msToNanos(tc.EndTime)}
 		m.observe(MetricToolDuration, seconds(tc.EndTime-tc.StartTime), ex,
 			attrs(kv{"gen_ai.operation.name", "execute_tool"}, name, kv{"gen_ai.tool.type", "function"}, kv{"error.type", errType}), now)
 	}
@@ -395,7 +405,7 @@ func (m *Metrics) recordTool(t *Turn, st *Step, tc *ToolCall, trace pcommon.Trac
 
 // toolErrorType is a failed tool call's error.type: its error code, else
 // tool_error.
-func toolErrorType(tc *ToolCall) string {
+func toolErrorType(tc *turnengine.ToolCall) string {
 	if tc.ErrorCode != "" {
 		return tc.ErrorCode
 	}
@@ -404,7 +414,7 @@ func toolErrorType(tc *ToolCall) string {
 
 // reasonKind is the turn's end reason for attributes: the TurnEndReason
 // kind, "dangling", or "unknown" for a turn/end without one.
-func reasonKind(t *Turn) string {
+func reasonKind(t *turnengine.Turn) string {
 	if t.Dangling() {
 		return "dangling"
 	}
@@ -491,21 +501,6 @@ func (m *Metrics) AppendTo(sm pmetric.ScopeMetrics, now time.Time, openTurns int
 	dp := g.SetEmptyGauge().DataPoints().AppendEmpty()
 	dp.SetTimestamp(ts)
 	dp.SetIntValue(int64(openTurns))
-}
-
-func putAttrs(m pcommon.Map, attrs []Attr) {
-	for _, a := range attrs {
-		switch v := a.Value.(type) {
-		case string:
-			if v != "" { // an empty value is no attribute (error.type on success)
-				m.PutStr(a.Key, v)
-			}
-		case int64:
-			m.PutInt(a.Key, v)
-		case bool:
-			m.PutBool(a.Key, v)
-		}
-	}
 }
 
 func putKVs(m pcommon.Map, a attrSet) {
