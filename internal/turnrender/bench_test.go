@@ -37,3 +37,20 @@ func BenchmarkEngineMetrics(b *testing.B) {
 	}
 	b.ReportMetric(float64(n)/b.Elapsed().Seconds(), "events/s")
 }
+
+// BenchmarkTraces measures the rendering of closed turns as OTLP traces:
+// the turns of BenchmarkEngineMetrics's input, rendered at once.
+func BenchmarkTraces(b *testing.B) {
+	e := turnengine.New(turnengine.Config{})
+	for _, in := range benchInputs() {
+		e.Ingest(in, epoch)
+	}
+	e.Flush(turnengine.CauseEndOfInput, epoch)
+	turns := e.Drain()
+	b.ReportAllocs()
+	spans := 0
+	for b.Loop() {
+		spans += Traces(turns).SpanCount()
+	}
+	b.ReportMetric(float64(spans)/b.Elapsed().Seconds(), "spans/s")
+}

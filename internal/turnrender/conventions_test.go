@@ -115,7 +115,7 @@ func TestUnpricedModel(t *testing.T) {
 		e.Ingest(x, epoch)
 	}
 	e.Flush(turnengine.CauseEndOfInput, epoch)
-	spans := spansByName(turnengine.Traces(e.Drain()))
+	spans := spansByName(Traces(e.Drain()))
 	for _, s := range spans["chat"] {
 		if _, ok := s.Attributes().Get("dsh.usage.cost"); ok {
 			t.Error("a chat span without a price has a cost")
@@ -141,7 +141,7 @@ func TestUnpricedModel(t *testing.T) {
 		e.Ingest(x, epoch)
 	}
 	e.Flush(turnengine.CauseEndOfInput, epoch)
-	root = spansByName(turnengine.Traces(e.Drain()))["invoke_agent"][0].Attributes()
+	root = spansByName(Traces(e.Drain()))["invoke_agent"][0].Attributes()
 	// $1 per 1M tokens of every type: (123+1664+89 + 233+1664+24)/1e6.
 	if v, _ := root.Get("dsh.turn.cost"); !closeTo(v.Double(), 3797e-6) {
 		t.Errorf("dsh.turn.cost = %v, want 0.003797", v.AsRaw())
@@ -210,6 +210,25 @@ func TestContentShapes(t *testing.T) {
 	for _, k := range []string{"gen_ai.input.messages", "gen_ai.output.messages"} {
 		if !seen[k] {
 			t.Errorf("no chat span carries %s", k)
+		}
+	}
+}
+
+// Finish reasons in the conventions' values; a generation that ended
+// abnormally — failed, cancelled, or with no finish and no message —
+// reports "error".
+func TestFinishReasons(t *testing.T) {
+	for _, tc := range []struct {
+		kind      string
+		committed bool
+		want      string
+	}{
+		{"", false, "error"}, {"", true, ""}, {"stop", true, "stop"}, {"tool-calls", true, "tool_call"},
+		{"max-tokens", true, "length"}, {"error", false, "error"}, {"aborted", false, "error"}, {"aborted", true, "error"},
+		{"some-new-kind", true, "some-new-kind"},
+	} {
+		if got := finishReason(&turnengine.Attempt{FinishKind: tc.kind, Committed: tc.committed}); got != tc.want {
+			t.Errorf("finish %q committed %v: %q, want %q", tc.kind, tc.committed, got, tc.want)
 		}
 	}
 }

@@ -45,7 +45,7 @@ func TestGolden(t *testing.T) {
 				path = testcorpus.Path(t, path)
 			}
 			e, m, turns := replayFile(t, path, turnengine.Config{})
-			td := turnengine.Traces(turns)
+			td := Traces(turns)
 			md := pmetric.NewMetrics()
 			m.AppendTo(md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty(), epoch, e.OpenTurns())
 			tracesFile := filepath.Join("testdata", "golden", c.name+".traces.yaml")

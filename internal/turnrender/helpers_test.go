@@ -59,7 +59,7 @@ func run(cfg turnengine.Config, inputs []turnengine.Input) (*turnengine.Engine, 
 		e.Ingest(in, epoch)
 	}
 	e.Flush(turnengine.CauseEndOfInput, epoch)
-	return e, m, turnengine.Traces(e.Drain())
+	return e, m, Traces(e.Drain())
 }
 
 // replayFile runs a whole log through a fresh engine.

@@ -25,12 +25,12 @@ func crashRepaired(t *testing.T) []turnengine.Input {
 	return nil
 }
 
-// TestLateCloseAfterTimeout: the repair arrives the next morning, long
+// TestLateCloseSpanAndMetrics: the repair arrives the next morning, long
 // after the turn was closed as dangling: the turn still counts as
 // dangling, the late close counts by its real end reason, and its span
 // sits in the turn's trace under the dangling root, with the closers as
 // its events.
-func TestLateCloseAfterTimeout(t *testing.T) {
+func TestLateCloseSpanAndMetrics(t *testing.T) {
 	in := crashRepaired(t)
 	e, m := newEngine(turnengine.Config{})
 	t0 := epoch
@@ -59,12 +59,12 @@ func TestLateCloseAfterTimeout(t *testing.T) {
 		t.Errorf("%s{dangling} = %d, want 1 (the turn still dangled)", MetricTurns, got)
 	}
 	// The span: in turn 1's trace, a child of its root, once.
-	td := turnengine.Traces(late)
+	td := Traces(late)
 	if td.SpanCount() != 1 {
 		t.Fatalf("late close spans %d", td.SpanCount())
 	}
 	sp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
-	if sp.TraceID() != turnengine.TraceID("s", 1) || sp.ParentSpanID() != turnengine.TurnSpanID("s", 1) || sp.SpanID() != turnengine.LateCloseSpanID("s", 1) {
+	if sp.TraceID() != TraceID("s", 1) || sp.ParentSpanID() != TurnSpanID("s", 1) || sp.SpanID() != LateCloseSpanID("s", 1) {
 		t.Errorf("late close span ids trace %s parent %s", sp.TraceID(), sp.ParentSpanID())
 	}
 	if v, _ := sp.Attributes().Get("dsh.turn.end_reason"); v.Str() != "interrupted" {

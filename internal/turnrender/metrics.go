@@ -277,10 +277,6 @@ func (m *Metrics) recordViolation(code string, now time.Time) {
 	m.add(MetricSessionViolations, 1, attrs(kv{"dsh.violation", code}), now)
 }
 
-func seconds(ms int64) float64 { return float64(ms) / 1000 }
-
-func msToNanos(ms int64) int64 { return ms * int64(time.Millisecond) }
-
 // recordTurn aggregates a closed turn: its outcome, its model calls and its
 // tool calls. The steps of it emitted live were counted then (live.go).
 func (m *Metrics) recordTurn(t *turnengine.Turn, now time.Time) {
@@ -289,10 +285,10 @@ func (m *Metrics) recordTurn(t *turnengine.Turn, now time.Time) {
 	if t.Reason.Failure != nil {
 		errType = t.Reason.Failure.Code
 	}
-	trace := turnengine.TraceID(t.SessionID, t.Number)
+	trace := TraceID(t.SessionID, t.Number)
 	agent := kv{"gen_ai.agent.name", m.capped("agent", t.Agent)}
 	m.add(MetricTurns, 1, attrs(kv{"dsh.turn.end_reason", reason}, agent, kv{"error.type", errType}), now)
-	ex := exemplar{traceID: trace, spanID: turnengine.TurnSpanID(t.SessionID, t.Number), at: msToNanos(t.EndTime)}
+	ex := exemplar{traceID: trace, spanID: TurnSpanID(t.SessionID, t.Number), at: msToNanos(t.EndTime)}
 	byReason := attrs(kv{"dsh.turn.end_reason", reason})
 	m.observe(MetricTurnDuration, seconds(t.EndTime-t.StartTime), ex, byReason, now)
 	m.observe(MetricTurnSteps, float64(t.NumSteps()), ex, byReason, now)
@@ -333,7 +329,7 @@ func (m *Metrics) recordFragment(f *turnengine.Turn, now time.Time) {
 	if f.Replayed {
 		return
 	}
-	trace := turnengine.TraceID(f.SessionID, f.Number)
+	trace := TraceID(f.SessionID, f.Number)
 	for _, st := range f.Steps {
 		for _, a := range st.Attempts {
 			m.recordAttempt(f, st, a, trace, now)
@@ -352,10 +348,10 @@ func (m *Metrics) recordLateClose(t *turnengine.Turn, now time.Time) {
 }
 
 func (m *Metrics) recordAttempt(t *turnengine.Turn, st *turnengine.Step, a *turnengine.Attempt, trace pcommon.TraceID, now time.Time) {
-	provider := kv{"gen_ai.provider.name", m.capped("provider", turnengine.ProviderName(a.Provider))}
+	provider := kv{"gen_ai.provider.name", m.capped("provider", ProviderName(a.Provider))}
 	model := kv{"gen_ai.request.model", m.capped("model", a.Model)}
 	op := kv{"gen_ai.operation.name", "chat"}
-	ex := exemplar{traceID: trace, spanID: turnengine.ChatSpanID(t.SessionID, t.Number, st.Number, a.Index), at: msToNanos(a.EndTime)}
+	ex := exemplar{traceID: trace, spanID: ChatSpanID(t.SessionID, t.Number, st.Number, a.Index), at: msToNanos(a.EndTime)}
 	errType := ""
 	if a.Failed() {
 		errType = "_OTHER"
@@ -397,31 +393,10 @@ func (m *Metrics) recordTool(t *turnengine.Turn, st *turnengine.Step, tc *turnen
 		if tc.Outcome == "error" {
 			errType = toolErrorType(tc)
 		}
-		ex := exemplar{traceID: trace, spanID: turnengine.ToolSpanID(t.SessionID, t.Number, st.Number, tc.CallID, ""), at: msToNanos(tc.EndTime)}
+		ex := exemplar{traceID: trace, spanID: ToolSpanID(t.SessionID, t.Number, st.Number, tc.CallID, ""), at: msToNanos(tc.EndTime)}
 		m.observe(MetricToolDuration, seconds(tc.EndTime-tc.StartTime), ex,
 			attrs(kv{"gen_ai.operation.name", "execute_tool"}, name, kv{"gen_ai.tool.type", "function"}, kv{"error.type", errType}), now)
 	}
-}
-
-// toolErrorType is a failed tool call's error.type: its error code, else
-// tool_error.
-func toolErrorType(tc *turnengine.ToolCall) string {
-	if tc.ErrorCode != "" {
-		return tc.ErrorCode
-	}
-	return "tool_error"
-}
-
-// reasonKind is the turn's end reason for attributes: the TurnEndReason
-// kind, "dangling", or "unknown" for a turn/end without one.
-func reasonKind(t *turnengine.Turn) string {
-	if t.Dangling() {
-		return "dangling"
-	}
-	if t.Reason.Kind == "" {
-		return "unknown"
-	}
-	return t.Reason.Kind
 }
 
 // AppendTo writes every series, cumulative, into sm at time now, with the

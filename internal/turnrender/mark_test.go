@@ -1,4 +1,4 @@
-package turnengine
+package turnrender
 
 import (
 	"testing"
@@ -6,6 +6,7 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
+	"github.com/dshtrace/dshtrace/internal/turnengine"
 )
 
 // A session stopped anywhere — between any two events — and resumed on a
@@ -14,13 +15,13 @@ import (
 // once across the two engines; and re-delivered events before the stop
 // are duplicates, not new turns.
 func TestResumeEqualsUninterrupted(t *testing.T) {
-	t.Run("whole turns", func(t *testing.T) { resumeEqualsUninterrupted(t, Config{}) })
+	t.Run("whole turns", func(t *testing.T) { resumeEqualsUninterrupted(t, turnengine.Config{}) })
 	// Live steps: the steps emitted before the stop are not emitted again
 	// when the resumed engine re-applies the open turn's events.
-	t.Run("live steps", func(t *testing.T) { resumeEqualsUninterrupted(t, Config{LiveSteps: true}) })
+	t.Run("live steps", func(t *testing.T) { resumeEqualsUninterrupted(t, turnengine.Config{LiveSteps: true}) })
 }
 
-func resumeEqualsUninterrupted(t *testing.T, cfg Config) {
+func resumeEqualsUninterrupted(t *testing.T, cfg turnengine.Config) {
 	for _, l := range testcorpus.Logs(t) {
 		rel := l.Name
 		if rel == "testdata/dialects/wrap-jsonrpc.jsonl" {
@@ -30,12 +31,12 @@ func resumeEqualsUninterrupted(t *testing.T, cfg Config) {
 		if len(inputs) == 0 {
 			continue
 		}
-		whole, want := run(cfg, inputs)
+		whole, _, want := run(cfg, inputs)
 		total := whole.Stats()
 		// Every cut for short logs, about 24 spread over long ones.
 		stride := max(1, len(inputs)/24)
 		for k := 0; k <= len(inputs); k += stride {
-			e1 := New(cfg)
+			e1 := turnengine.New(cfg)
 			for _, in := range inputs[:k] {
 				e1.Ingest(in, epoch)
 			}
@@ -45,7 +46,7 @@ func resumeEqualsUninterrupted(t *testing.T, cfg Config) {
 				t.Fatalf("%s cut %d: no mark", rel, k)
 			}
 
-			e2 := New(cfg)
+			e2 := turnengine.New(cfg)
 			if ok {
 				e2.Resume("s", m, epoch)
 				for _, in := range inputs[:k] {
@@ -61,7 +62,7 @@ func resumeEqualsUninterrupted(t *testing.T, cfg Config) {
 			for _, in := range inputs[k:] {
 				e2.Ingest(in, epoch)
 			}
-			e2.Flush(CauseEndOfInput, epoch)
+			e2.Flush(turnengine.CauseEndOfInput, epoch)
 			turns = append(turns, e2.Drain()...)
 
 			if err := ptracetest.CompareTraces(want, Traces(turns), ptracetest.IgnoreResourceSpansOrder(), ptracetest.IgnoreSpansOrder()); err != nil {

@@ -1,33 +1,23 @@
-package turnengine
+package turnrender
 
 import (
 	"fmt"
-	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
-// ProviderName is gen_ai.provider.name for a dsh provider id: the
-// conventions' well-known value where there is one (dsh's
-// "deepseek-official" route is the conventions' "deepseek"), else dsh's id.
-func ProviderName(dsh string) string {
-	switch dsh {
-	case "deepseek-official":
-		return "deepseek"
-	}
-	return dsh
-}
-
-// ScopeName is the instrumentation scope of everything the engine emits.
+// ScopeName is the instrumentation scope of the spans and metrics rendered
+// here: the connector's, which emits them.
 const ScopeName = "github.com/dshtrace/dshtrace/connector/turnstate"
 
 // Traces renders closed turns as OTLP traces: one trace per turn, one
 // ResourceSpans per session (resource session.id and service.name = the
 // agent), spans as docs/design.md §4 lays out.
-func Traces(turns []*Turn) ptrace.Traces {
+func Traces(turns []*turnengine.Turn) ptrace.Traces {
 	td := ptrace.NewTraces()
 	bySession := map[string]ptrace.SpanSlice{}
 	for _, t := range turns {
@@ -58,10 +48,10 @@ func Traces(turns []*Turn) ptrace.Traces {
 }
 
 // spanCount is the number of spans appendTurn adds for t.
-func spanCount(t *Turn) int {
+func spanCount(t *turnengine.Turn) int {
 	n := 1
-	var tools func(tcs []*ToolCall)
-	tools = func(tcs []*ToolCall) {
+	var tools func(tcs []*turnengine.ToolCall)
+	tools = func(tcs []*turnengine.ToolCall) {
 		for _, tc := range tcs {
 			n++
 			tools(tc.SubCalls)
@@ -76,7 +66,7 @@ func spanCount(t *Turn) int {
 
 func ts(ms int64) pcommon.Timestamp { return pcommon.Timestamp(msToNanos(ms)) }
 
-func appendTurn(spans ptrace.SpanSlice, t *Turn) {
+func appendTurn(spans ptrace.SpanSlice, t *turnengine.Turn) {
 	trace := TraceID(t.SessionID, t.Number)
 	root := TurnSpanID(t.SessionID, t.Number)
 	sp := spans.AppendEmpty()
@@ -140,7 +130,7 @@ func appendTurn(spans ptrace.SpanSlice, t *Turn) {
 
 // appendSteps renders a turn's steps, each with its model and tool calls,
 // under the turn's root span.
-func appendSteps(spans ptrace.SpanSlice, t *Turn, trace pcommon.TraceID, root pcommon.SpanID) {
+func appendSteps(spans ptrace.SpanSlice, t *turnengine.Turn, trace pcommon.TraceID, root pcommon.SpanID) {
 	for _, st := range t.Steps {
 		stepID := StepSpanID(t.SessionID, t.Number, st.Number)
 		ssp := spans.AppendEmpty()
@@ -183,7 +173,7 @@ func appendSteps(spans ptrace.SpanSlice, t *Turn, trace pcommon.TraceID, root pc
 // (the conventions keep usage to the model calls): input tokens include
 // the cached ones, as on chat spans. A turn none of whose calls reported
 // usage has no usage attributes — unknown, not zero.
-func putTurnUsage(a pcommon.Map, t *Turn) {
+func putTurnUsage(a pcommon.Map, t *turnengine.Turn) {
 	u := t.Usage
 	if u.Reported {
 		a.PutInt("dsh.turn.usage.input_tokens", u.Input+u.CacheRead+u.CacheWrite)
@@ -214,7 +204,7 @@ func putCallUsage(a pcommon.Map, u *sessionlog.Usage) {
 	}
 }
 
-func appendChat(spans ptrace.SpanSlice, t *Turn, st *Step, at *Attempt, trace pcommon.TraceID, parent, id pcommon.SpanID) {
+func appendChat(spans ptrace.SpanSlice, t *turnengine.Turn, st *turnengine.Step, at *turnengine.Attempt, trace pcommon.TraceID, parent, id pcommon.SpanID) {
 	sp := spans.AppendEmpty()
 	sp.SetTraceID(trace)
 	sp.SetSpanID(id)
@@ -305,7 +295,7 @@ func appendChat(spans ptrace.SpanSlice, t *Turn, st *Step, at *Attempt, trace pc
 	}
 }
 
-func appendTool(spans ptrace.SpanSlice, t *Turn, st *Step, tc *ToolCall, trace pcommon.TraceID, parent, chat pcommon.SpanID, parentCall string) {
+func appendTool(spans ptrace.SpanSlice, t *turnengine.Turn, st *turnengine.Step, tc *turnengine.ToolCall, trace pcommon.TraceID, parent, chat pcommon.SpanID, parentCall string) {
 	id := ToolSpanID(t.SessionID, t.Number, st.Number, tc.CallID, tc.SubCallID)
 	sp := spans.AppendEmpty()
 	sp.SetTraceID(trace)
@@ -368,7 +358,7 @@ func appendTool(spans ptrace.SpanSlice, t *Turn, st *Step, tc *ToolCall, trace p
 
 // appendEvents adds the span events that belong on this span: those with
 // no call when callID is empty, else those of the call.
-func appendEvents(sp ptrace.Span, events []SpanEvent, callID string) {
+func appendEvents(sp ptrace.Span, events []turnengine.SpanEvent, callID string) {
 	for _, e := range events {
 		if e.CallID != callID {
 			continue
@@ -381,57 +371,7 @@ func appendEvents(sp ptrace.Span, events []SpanEvent, callID string) {
 	}
 }
 
-func seconds(ms int64) float64 { return float64(ms) / 1000 }
-
-func msToNanos(ms int64) int64 { return ms * int64(time.Millisecond) }
-
-// finishReason is a model call's finish reason for
-// gen_ai.response.finish_reasons, in the conventions' values: dsh's stop,
-// tool-calls and max-tokens are stop, tool_call and length; an error or
-// aborted stream, and a generation that ended with no finish and no
-// committed message (cut off), ended abnormally: error. Other kinds pass
-// as dsh names them; a committed message without a finish has none.
-func finishReason(a *Attempt) string {
-	switch a.FinishKind {
-	case "":
-		if !a.Committed {
-			return "error"
-		}
-		return ""
-	case "stop":
-		return "stop"
-	case "tool-calls":
-		return "tool_call"
-	case "max-tokens":
-		return "length"
-	case "error", "aborted":
-		return "error"
-	}
-	return a.FinishKind
-}
-
-// toolErrorType is a failed tool call's error.type: its error code, else
-// tool_error.
-func toolErrorType(tc *ToolCall) string {
-	if tc.ErrorCode != "" {
-		return tc.ErrorCode
-	}
-	return "tool_error"
-}
-
-// reasonKind is the turn's end reason for attributes: the TurnEndReason
-// kind, "dangling", or "unknown" for a turn/end without one.
-func reasonKind(t *Turn) string {
-	if t.Dangling() {
-		return "dangling"
-	}
-	if t.Reason.Kind == "" {
-		return "unknown"
-	}
-	return t.Reason.Kind
-}
-
-func putAttrs(m pcommon.Map, attrs []Attr) {
+func putAttrs(m pcommon.Map, attrs []turnengine.Attr) {
 	for _, a := range attrs {
 		switch v := a.Value.(type) {
 		case string:
