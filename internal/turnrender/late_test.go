@@ -60,8 +60,8 @@ func TestLateCloseSpanAndMetrics(t *testing.T) {
 	}
 	// The span: in turn 1's trace, a child of its root, once.
 	td := Traces(late)
-	if td.SpanCount() != 1 {
-		t.Fatalf("late close spans %d", td.SpanCount())
+	if td.SpanCount() != 1 || spansOf(late[0]) != 1 {
+		t.Fatalf("late close spans %d (sized for %d)", td.SpanCount(), spansOf(late[0]))
 	}
 	sp := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
 	if sp.TraceID() != TraceID("s", 1) || sp.ParentSpanID() != TurnSpanID("s", 1) || sp.SpanID() != LateCloseSpanID("s", 1) {

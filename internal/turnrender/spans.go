@@ -19,9 +19,16 @@ const ScopeName = "github.com/dshtrace/dshtrace/connector/turnstate"
 // agent), spans as docs/design.md §4 lays out.
 func Traces(turns []*turnengine.Turn) ptrace.Traces {
 	td := ptrace.NewTraces()
-	bySession := map[string]ptrace.SpanSlice{}
+	// Each session's span slice is sized once for all its turns: grown
+	// turn by turn, it would be copied at every turn.
+	type resource struct{ session, agent string }
+	sizes := make(map[resource]int, 1)
 	for _, t := range turns {
-		key := t.SessionID + "\x00" + t.Agent
+		sizes[resource{t.SessionID, t.Agent}] += spansOf(t)
+	}
+	bySession := make(map[resource]ptrace.SpanSlice, len(sizes))
+	for _, t := range turns {
+		key := resource{t.SessionID, t.Agent}
 		spans, ok := bySession[key]
 		if !ok {
 			rs := td.ResourceSpans().AppendEmpty()
@@ -30,21 +37,31 @@ func Traces(turns []*turnengine.Turn) ptrace.Traces {
 			ss := rs.ScopeSpans().AppendEmpty()
 			ss.Scope().SetName(ScopeName)
 			spans = ss.Spans()
+			spans.EnsureCapacity(sizes[key])
 			bySession[key] = spans
 		}
-		if t.Late != nil {
+		switch {
+		case t.Late != nil:
 			appendLateClose(spans, t)
-			continue
-		}
-		if t.Fragment {
-			spans.EnsureCapacity(spans.Len() + spanCount(t) - 1)
+		case t.Fragment:
 			appendSteps(spans, t, TraceID(t.SessionID, t.Number), TurnSpanID(t.SessionID, t.Number))
-			continue
+		default:
+			appendTurn(spans, t)
 		}
-		spans.EnsureCapacity(spans.Len() + spanCount(t))
-		appendTurn(spans, t)
 	}
 	return td
+}
+
+// spansOf is the number of spans Traces renders for t: a late close is
+// one span, a live step fragment its steps' spans without the root.
+func spansOf(t *turnengine.Turn) int {
+	switch {
+	case t.Late != nil:
+		return 1
+	case t.Fragment:
+		return spanCount(t) - 1
+	}
+	return spanCount(t)
 }
 
 // spanCount is the number of spans appendTurn adds for t.
