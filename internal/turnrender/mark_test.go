@@ -1,6 +1,8 @@
 package turnrender
 
 import (
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
@@ -31,12 +33,12 @@ func resumeEqualsUninterrupted(t *testing.T, cfg turnengine.Config) {
 		if len(inputs) == 0 {
 			continue
 		}
-		whole, _, want := run(cfg, inputs)
+		whole, wholeM, want := run(cfg, inputs)
 		total := whole.Stats()
 		// Every cut for short logs, about 24 spread over long ones.
 		stride := max(1, len(inputs)/24)
 		for k := 0; k <= len(inputs); k += stride {
-			e1 := turnengine.New(cfg)
+			e1, mt1 := newEngine(cfg)
 			for _, in := range inputs[:k] {
 				e1.Ingest(in, epoch)
 			}
@@ -46,7 +48,7 @@ func resumeEqualsUninterrupted(t *testing.T, cfg turnengine.Config) {
 				t.Fatalf("%s cut %d: no mark", rel, k)
 			}
 
-			e2 := turnengine.New(cfg)
+			e2, mt2 := newEngine(cfg)
 			if ok {
 				e2.Resume("s", m, epoch)
 				for _, in := range inputs[:k] {
@@ -78,6 +80,33 @@ func resumeEqualsUninterrupted(t *testing.T, cfg turnengine.Config) {
 			if got := s1.Violations + s2.Violations; got != total.Violations {
 				t.Errorf("%s cut %d: %d + %d violations, want %d", rel, k, s1.Violations, s2.Violations, total.Violations)
 			}
+			// So does every metric point: a replayed live step is not
+			// counted again.
+			got := totals(mt1)
+			for k2, v := range totals(mt2) {
+				got[k2] += v
+			}
+			for k2, v := range totals(wholeM) {
+				if math.Abs(got[k2]-v) > 1e-9 {
+					t.Errorf("%s cut %d: %q = %v across the restart, %v uninterrupted", rel, k, k2, got[k2], v)
+				}
+				delete(got, k2)
+			}
+			for k2, v := range got {
+				t.Errorf("%s cut %d: %q = %v across the restart, absent uninterrupted", rel, k, k2, v)
+			}
 		}
 	}
+}
+
+// totals are the values of every metric point, by metric and attributes:
+// a counter's value, a histogram's count.
+func totals(m *Metrics) map[string]float64 {
+	out := map[string]float64{}
+	for name, pts := range m.series {
+		for key, p := range pts {
+			out[name+" "+strings.ReplaceAll(key, "\x00", " ")] = float64(p.value) + p.fvalue + float64(p.count)
+		}
+	}
+	return out
 }
