@@ -11,6 +11,7 @@ import (
 type countingObserver struct {
 	events, violations     int
 	turns, fragments, late int
+	unpriced               int // the turns' UnpricedCalls when told
 	lastNow                time.Time
 }
 
@@ -24,6 +25,7 @@ func (o *countingObserver) Closed(t *Turn, now time.Time) {
 		o.fragments++
 	default:
 		o.turns++
+		o.unpriced += t.UnpricedCalls
 	}
 	o.lastNow = now
 }
@@ -44,6 +46,11 @@ func TestObserver(t *testing.T) {
 	}
 	if obs.turns != 2 || obs.fragments != 6 || obs.late != 0 {
 		t.Errorf("observer saw %d turns, %d fragments, %d late closes; want 2, 6, 0", obs.turns, obs.fragments, obs.late)
+	}
+	// Each model call reported usage, of a model the built-in prices do
+	// not know: the turns come priced to the observer.
+	if obs.unpriced != 6 {
+		t.Errorf("observer saw %d unpriced calls, want 6 (priced before it is told)", obs.unpriced)
 	}
 	if !obs.lastNow.Equal(at) {
 		t.Errorf("observer told time %v, want the arrival time %v", obs.lastNow, at)
