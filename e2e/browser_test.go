@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
 // uiAssets finds a built Jaeger UI: $JAEGER_UI_ASSETS, else ../shared/jaeger-ui
@@ -188,7 +189,7 @@ func TestJaegerUI(t *testing.T) {
 	if res := post(t, "http://"+p[6]+"/v1/sessions/"+session+"/events", viaPost, body); res.code != 202 || res.Accepted == 0 {
 		t.Fatalf("post: HTTP %d %s", res.code, res.raw)
 	}
-	id := turnengine.TraceID(session, 1)
+	id := turnrender.TraceID(session, 1)
 	var td ptrace.Traces
 	poll(t, "the turn in Jaeger", 60*time.Second, func() error {
 		td, err = jaegerTrace(ctx, jaegerQuery, id)

@@ -15,7 +15,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
 // Synthetic live sessions for the crash and outage tests: small, valid dsh
@@ -195,7 +195,7 @@ func crashRestart(t *testing.T, sig syscall.Signal) {
 	var missing, dup []string
 	for _, id := range ids {
 		for n := 1; n <= nTurns; n++ {
-			tid := turnengine.TraceID(id, int64(n))
+			tid := turnrender.TraceID(id, int64(n))
 			var turns, all int
 			var reason string
 			// Closed turns show up within the batch timeout; allow for

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
-	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
 // The built-in configuration's fixed addresses (config/defaultconfig).
@@ -86,7 +86,7 @@ func TestDefaultConfig(t *testing.T) {
 	}
 	poll(t, "two turns counted", 30*time.Second, counterEquals(ctx, defaultMetrics, "dsh_turns_total", 2), p)
 	// One debug line per finished turn span, naming its trace.
-	for _, id := range []string{turnengine.TraceID(tailedID, 1).String(), turnengine.TraceID("e2e-default", 1).String()} {
+	for _, id := range []string{turnrender.TraceID(tailedID, 1).String(), turnrender.TraceID("e2e-default", 1).String()} {
 		poll(t, "turn line for trace "+id, 10*time.Second, func() error {
 			if !strings.Contains(p.output(), "invoke_agent dsh "+id) {
 				return fmt.Errorf("no line `invoke_agent dsh %s` in the log", id)

@@ -32,6 +32,7 @@ import (
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
 // Loopback addresses (docs/design.md §10.2; nothing uses a default port).
@@ -138,7 +139,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("traces", func(t *testing.T) {
 		for _, turn := range want.turns {
 			wantTD := traceOf(turn)
-			id := turnengine.TraceID(turn.SessionID, turn.Number)
+			id := turnrender.TraceID(turn.SessionID, turn.Number)
 			name := fmt.Sprintf("%s/turn-%d", turn.SessionID, turn.Number)
 			var diffs []string
 			poll(t, name+" in Jaeger", 60*time.Second, func() error {
@@ -164,7 +165,7 @@ func TestEndToEnd(t *testing.T) {
 
 	t.Run("span trees", func(t *testing.T) {
 		for _, o := range outlines {
-			id := turnengine.TraceID(o.session, o.turn)
+			id := turnrender.TraceID(o.session, o.turn)
 			got, err := jaegerTrace(ctx, jaegerQuery, id)
 			if err != nil {
 				t.Errorf("%s turn %d: %v", o.session, o.turn, err)
@@ -244,7 +245,7 @@ func TestEndToEnd(t *testing.T) {
 		if res.code != http.StatusAccepted {
 			t.Fatalf("probe: HTTP %d %s", res.code, res.raw)
 		}
-		trace := turnengine.TraceID(probe, 1)
+		trace := turnrender.TraceID(probe, 1)
 		poll(t, "probe trace in Jaeger", 30*time.Second, func() error {
 			_, err := jaegerTrace(ctx, jaegerQuery, trace)
 			return err

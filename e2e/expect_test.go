@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -100,7 +101,8 @@ type expectation struct {
 
 func expect(t *testing.T, ss []session) expectation {
 	t.Helper()
-	eng := turnengine.New(turnengine.Config{})
+	series := turnrender.NewMetrics(0)
+	eng := turnengine.New(turnengine.Config{Observer: series})
 	now := time.Now()
 	for _, s := range ss {
 		if err := replay(eng, s, now); err != nil {
@@ -123,7 +125,7 @@ func expect(t *testing.T, ss []session) expectation {
 		return turns[i].Number < turns[j].Number
 	})
 	md := pmetric.NewMetrics()
-	eng.Metrics().AppendTo(md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty(), now, eng.OpenTurns())
+	series.AppendTo(md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty(), now, eng.OpenTurns())
 	return expectation{turns: turns, metrics: md}
 }
 
@@ -156,7 +158,7 @@ func replay(eng *turnengine.Engine, s session, now time.Time) error {
 
 // traceOf is the expected OTLP trace of one turn.
 func traceOf(turn *turnengine.Turn) ptrace.Traces {
-	return turnengine.Traces([]*turnengine.Turn{turn})
+	return turnrender.Traces([]*turnengine.Turn{turn})
 }
 
 // spansByID flattens traces into their spans by span id.

@@ -20,7 +20,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
 // Ports of TestKafkaScaleOut (Jaeger's are jaeger.yaml's, as in the other
@@ -248,7 +248,7 @@ func TestKafkaScaleOut(t *testing.T) {
 	var problems []string
 	for i, turn := range want.turns {
 		wantTD := traceOf(turn)
-		id := turnengine.TraceID(turn.SessionID, turn.Number)
+		id := turnrender.TraceID(turn.SessionID, turn.Number)
 		var roots int
 		var diffs []string
 		deadline := time.Now().Add(10 * time.Second)

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
-	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
 // kafkaPartitions of the session topic (tools/kfake seeds it).
@@ -113,7 +113,7 @@ func TestKafkaTwoTier(t *testing.T) {
 	want := expect(t, ss)
 	bySession := map[string]map[string]bool{} // session → agents (nodes) that built its turns
 	for _, turn := range want.turns {
-		id := turnengine.TraceID(turn.SessionID, turn.Number)
+		id := turnrender.TraceID(turn.SessionID, turn.Number)
 		name := fmt.Sprintf("%s/turn-%d", turn.SessionID, turn.Number)
 		var node string
 		var diffs []string
@@ -123,7 +123,7 @@ func TestKafkaTwoTier(t *testing.T) {
 				return err
 			}
 			spans := spansByID(got)
-			root, ok := spans[turnengine.TurnSpanID(turn.SessionID, turn.Number)]
+			root, ok := spans[turnrender.TurnSpanID(turn.SessionID, turn.Number)]
 			if !ok {
 				return fmt.Errorf("no turn span yet")
 			}

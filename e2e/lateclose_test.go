@@ -15,7 +15,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
 // TestLateCloseAfterDangling: an agent is killed mid-turn; its session file
@@ -57,7 +57,7 @@ func TestLateCloseAfterDangling(t *testing.T) {
 	col := start(t, dir, "otelcol-dsh", otelcolBin, env, "--config=otelcol.yaml")
 	poll(t, "otelcol-dsh healthy", 30*time.Second, httpOK(collectorHC), col)
 
-	trace1, trace2 := turnengine.TraceID(id, 1), turnengine.TraceID(id, 2)
+	trace1, trace2 := turnrender.TraceID(id, 1), turnrender.TraceID(id, 2)
 	poll(t, "turn 1 dangling in Jaeger", 30*time.Second, func() error {
 		td, err := jaegerTrace(ctx, jaegerQuery, trace1)
 		if err != nil {
@@ -124,7 +124,7 @@ func TestLateCloseAfterDangling(t *testing.T) {
 	if n, _ := late.Attributes().Get("dsh.tool.calls_outcome_unknown"); n.Int() != 1 {
 		t.Errorf("late close: %d calls of unknown outcome, want 1 (call_w)", n.Int())
 	}
-	if late.ParentSpanID() != turnengine.TurnSpanID(id, 1) {
+	if late.ParentSpanID() != turnrender.TurnSpanID(id, 1) {
 		t.Errorf("late close parent %s, want turn 1's root", late.ParentSpanID())
 	}
 
@@ -181,7 +181,7 @@ func lateCloseAfterDangling(t *testing.T, ctx context.Context, procs []*process)
 	if r := post(t, url, viaPost, bytes.Join(lines[:cut], nil)); r.code != http.StatusAccepted {
 		t.Fatalf("late-close session, before the crash: HTTP %d %s", r.code, r.raw)
 	}
-	trace := turnengine.TraceID("e2e-late-close", 1)
+	trace := turnrender.TraceID("e2e-late-close", 1)
 	poll(t, "the cut turn dangling", 30*time.Second, func() error {
 		td, err := jaegerTrace(ctx, jaegerQuery, trace)
 		if err == nil && turnReason(td) != "dangling/timeout" {

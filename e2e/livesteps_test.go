@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -41,7 +42,7 @@ func TestLiveSteps(t *testing.T) {
 		t.Fatal("the sample has no turn/end")
 	}
 	const id = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d" // the header's
-	trace := turnengine.TraceID(id, 1)
+	trace := turnrender.TraceID(id, 1)
 
 	jaeger := start(t, dir, "jaeger", jaegerBin, nil, "--config", "jaeger.yaml")
 	poll(t, "jaeger healthy", 30*time.Second, httpOK(jaegerHealth), jaeger)
@@ -65,7 +66,7 @@ func TestLiveSteps(t *testing.T) {
 			}
 			if s.Name() == "step" {
 				stepsBefore++
-				if s.ParentSpanID() != turnengine.TurnSpanID(id, 1) {
+				if s.ParentSpanID() != turnrender.TurnSpanID(id, 1) {
 					return fmt.Errorf("step parent %s, want the root's id", s.ParentSpanID())
 				}
 			}
@@ -110,5 +111,5 @@ func expectedTurn(t *testing.T, log []byte, id string) int {
 	if err := turnengine.Replay(e, bytes.NewReader(log), sessionlog.Options{}, id, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	return turnengine.Traces(e.Drain()).SpanCount()
+	return turnrender.Traces(e.Drain()).SpanCount()
 }

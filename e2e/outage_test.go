@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
 // outageConfig: HTTP ingest, turn_state, and traces to Jaeger through an
@@ -128,7 +128,7 @@ func TestBackendOutage(t *testing.T) {
 		t.Fatalf("warm-up post: HTTP %d %s", res.code, res.raw)
 	}
 	poll(t, "warm-up trace in Jaeger", 30*time.Second, func() error {
-		_, err := jaegerTrace(ctx, jaegerQuery, turnengine.TraceID(warm, 2))
+		_, err := jaegerTrace(ctx, jaegerQuery, turnrender.TraceID(warm, 2))
 		return err
 	}, otelcol)
 	base, err := rssKiB(pid)
@@ -195,7 +195,7 @@ func TestBackendOutage(t *testing.T) {
 		for n := 1; n <= nTurns; n++ {
 			var turns, all int
 			for {
-				td, err := jaegerTrace(ctx, jaegerQuery, turnengine.TraceID(id, int64(n)))
+				td, err := jaegerTrace(ctx, jaegerQuery, turnrender.TraceID(id, int64(n)))
 				if err == nil {
 					turns, all = turnSpans(td)
 				}

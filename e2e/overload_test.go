@@ -17,7 +17,7 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 
-	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
 // overloadConfig: the logs pipeline fans out to turn_state and to an
@@ -286,7 +286,7 @@ func TestOverloadBackpressure(t *testing.T) {
 		for n := 1; n <= nTurns; n++ {
 			var turns, all int
 			for {
-				td, err := jaegerTrace(ctx, jaegerQuery, turnengine.TraceID(id, int64(n)))
+				td, err := jaegerTrace(ctx, jaegerQuery, turnrender.TraceID(id, int64(n)))
 				if err == nil {
 					turns, all = turnSpans(td)
 				}

@@ -25,7 +25,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
 // randomKillConfig: both transports with their state in file_storage (the
@@ -495,7 +495,7 @@ func TestRandomKill(t *testing.T) {
 			dangling++
 		}
 		wantTD := traceOf(turn)
-		id := turnengine.TraceID(turn.SessionID, turn.Number)
+		id := turnrender.TraceID(turn.SessionID, turn.Number)
 		var got, raw int
 		var diffs []string
 		deadline := time.Now().Add(60 * time.Second)

@@ -17,7 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
-	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
 // The fake secrets of testdata/secret-session.jsonl: an API key in the
@@ -159,7 +159,7 @@ func TestRedactContent(t *testing.T) {
 	if res.code != http.StatusAccepted || res.Accepted == 0 {
 		t.Fatalf("post: HTTP %d %s", res.code, res.raw)
 	}
-	trace := turnengine.TraceID(secretSession, 1)
+	trace := turnrender.TraceID(secretSession, 1)
 	var spans []ptrace.Span
 	poll(t, "the turn's spans exported", 30*time.Second, func() error {
 		spans = sink.snapshot()

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -69,7 +70,7 @@ func TestGeneratedCorpusChecks(t *testing.T) {
 				require.NoError(t, turnengine.Replay(e, bytes.NewReader(b), sessionlog.Options{}, "fallback", now))
 				for _, turn := range e.Drain() {
 					if !turn.Dangling() {
-						spans += turnengine.Traces([]*turnengine.Turn{turn}).SpanCount()
+						spans += turnrender.Traces([]*turnengine.Turn{turn}).SpanCount()
 					}
 				}
 			}

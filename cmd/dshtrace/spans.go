@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -45,14 +46,14 @@ func runSpans(args []string, stdin io.Reader, stdout io.Writer) error {
 	}
 	turns := eng.Drain()
 	if *endpoint != "" {
-		if err := sendOTLP(*endpoint, turnengine.Traces(turns)); err != nil {
+		if err := sendOTLP(*endpoint, turnrender.Traces(turns)); err != nil {
 			return &exitError{code: 2, err: err}
 		}
 	}
 	if *asJSON {
 		var m ptrace.JSONMarshaler
 		for _, t := range turns {
-			b, err := m.MarshalTraces(turnengine.Traces([]*turnengine.Turn{t}))
+			b, err := m.MarshalTraces(turnrender.Traces([]*turnengine.Turn{t}))
 			if err != nil {
 				return err
 			}
@@ -64,7 +65,7 @@ func runSpans(args []string, stdin io.Reader, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "sent %d turns to %s\n", len(turns), *endpoint)
 		return nil
 	}
-	printSpanTree(stdout, turnengine.Traces(turns))
+	printSpanTree(stdout, turnrender.Traces(turns))
 	return nil
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
 func TestComponentFactoryType(t *testing.T) {
@@ -150,7 +151,7 @@ func TestSharedCoreLifecycle(t *testing.T) {
 		assert.Equal(t, spanCounts(want), spanCounts(merge(traces)), "round %d: every span once", round)
 		assert.Len(t, turnSpans(merge(traces)), len(turnSpans(want)), "round %d", round)
 		require.Len(t, metrics.AllMetrics(), 1, "round %d: one flush, at shutdown", round)
-		assert.EqualValues(t, events, sumTotal(metrics.AllMetrics()[0], turnengine.MetricSessionEvents), "round %d: each event once", round)
+		assert.EqualValues(t, events, sumTotal(metrics.AllMetrics()[0], turnrender.MetricSessionEvents), "round %d: each event once", round)
 
 		h := &harness{t: t, tel: tel}
 		assert.EqualValues(t, 1, h.selfSum(metadata.MetricTurnsDangling, "cause=shutdown"), "round %d", round)
@@ -183,7 +184,7 @@ func TestSingleSignal(t *testing.T) {
 	require.NoError(t, mt.ConsumeLogs(ctx, ld))
 	require.NoError(t, mt.Shutdown(ctx))
 	require.Len(t, metrics.AllMetrics(), 1)
-	assert.Positive(t, sumTotal(metrics.AllMetrics()[0], turnengine.MetricTurns))
+	assert.Positive(t, sumTotal(metrics.AllMetrics()[0], turnrender.MetricTurns))
 
 	traces := new(consumertest.TracesSink)
 	tr, err := f.CreateLogsToTraces(ctx, connectortest.NewNopSettings(metadata.Type), f.CreateDefaultConfig(),

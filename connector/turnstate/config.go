@@ -10,6 +10,7 @@ import (
 
 	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
 // Config configures the turn_state connector (docs/design.md §4, README).
@@ -178,7 +179,7 @@ func createDefaultConfig() *Config {
 		CaptureContent:       false,
 		LiveSteps:            true,
 		MaxContentBytes:      turnengine.DefaultMaxContentBytes,
-		MaxAttributeValues:   turnengine.DefaultMaxAttributeValues,
+		MaxAttributeValues:   turnrender.DefaultMaxAttributeValues,
 		GapTimeout:           turnengine.DefaultGapTimeout,
 		ReorderWindow:        turnengine.DefaultReorderWindow,
 		BuiltinPrices:        true,
@@ -232,16 +233,15 @@ func (c *Config) Validate() error {
 // engineConfig maps the connector's config onto the turn engine's.
 func (c *Config) engineConfig() turnengine.Config {
 	return turnengine.Config{
-		AgentName:          c.AgentName,
-		DanglingTimeout:    c.DanglingTimeout,
-		MaxOpenTurns:       c.MaxOpenTurns,
-		MaxSessions:        c.MaxSessions,
-		ReorderWindow:      c.ReorderWindow,
-		GapTimeout:         c.GapTimeout,
-		CaptureContent:     c.CaptureContent,
-		LiveSteps:          c.LiveSteps,
-		MaxContentBytes:    c.MaxContentBytes,
-		MaxAttributeValues: c.MaxAttributeValues,
+		AgentName:       c.AgentName,
+		DanglingTimeout: c.DanglingTimeout,
+		MaxOpenTurns:    c.MaxOpenTurns,
+		MaxSessions:     c.MaxSessions,
+		ReorderWindow:   c.ReorderWindow,
+		GapTimeout:      c.GapTimeout,
+		CaptureContent:  c.CaptureContent,
+		LiveSteps:       c.LiveSteps,
+		MaxContentBytes: c.MaxContentBytes,
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
 var errShutdown = errors.New("turn_state connector is shut down")
@@ -53,6 +54,7 @@ type core struct {
 	mu       sync.Mutex // guards everything below up to the blank line
 	clock    func() time.Time
 	engine   *turnengine.Engine
+	series   *turnrender.Metrics // the engine's observer: the cumulative metrics
 	reader   *logrecord.Reader
 	readBuf  readBuf          // read's memory (batch.go)
 	stats    turnengine.Stats // the snapshot last recorded in self-telemetry
@@ -77,16 +79,20 @@ type core struct {
 }
 
 func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core, error) {
-	e := turnengine.New(cfg.engineConfig())
+	ec := cfg.engineConfig()
 	if prices, err := cfg.priceTable(); err == nil { // validated already
-		e.Metrics().SetPrices(prices)
+		ec.Prices = prices
 	}
+	series := turnrender.NewMetrics(cfg.MaxAttributeValues)
+	ec.Observer = series
+	e := turnengine.New(ec)
 	c := &core{
 		cfg:    cfg,
 		logger: set.Logger,
 		self:   set.ID,
 		clock:  clock,
 		engine: e,
+		series: series,
 		reader: logrecord.NewReader(cfg.MaxSessions),
 		stats:  e.Stats(),
 		stop:   make(chan struct{}),
@@ -381,7 +387,7 @@ func (c *core) emitTraces(ctx context.Context, next consumer.Traces, turns []*tu
 	if next == nil || len(turns) == 0 {
 		return
 	}
-	if err := next.ConsumeTraces(ctx, turnengine.Traces(turns)); err != nil {
+	if err := next.ConsumeTraces(ctx, turnrender.Traces(turns)); err != nil {
 		c.tel.AddEmitFailure(ctx, metadata.SignalTraces)
 		c.logger.Warn("Next consumer refused turn traces; they are not retried", zap.Int("turns", len(turns)), zap.Error(err))
 	}
@@ -406,7 +412,7 @@ func (c *core) metricsLocked(now time.Time) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	sm := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty()
 	sm.Scope().SetName(metadata.ScopeName)
-	c.engine.Metrics().AppendTo(sm, now, c.engine.OpenTurns())
+	c.series.AppendTo(sm, now, c.engine.OpenTurns())
 	return md
 }
 

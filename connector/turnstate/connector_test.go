@@ -27,6 +27,7 @@ import (
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -50,9 +51,9 @@ func TestCorpusThroughConnector(t *testing.T) {
 			stats := h.core().engine.Stats()
 			assert.Zero(t, stats.Violations, "violations")
 			md := h.lastMetrics()
-			_, hasViolations := findMetric(md, turnengine.MetricSessionViolations)
+			_, hasViolations := findMetric(md, turnrender.MetricSessionViolations)
 			assert.False(t, hasViolations, "dsh.session.violations emitted")
-			assert.EqualValues(t, events, sumTotal(md, turnengine.MetricSessionEvents), "each event counted once")
+			assert.EqualValues(t, events, sumTotal(md, turnrender.MetricSessionEvents), "each event counted once")
 
 			e, want := replay(t, path, "s")
 			got := h.allTraces()
@@ -325,7 +326,7 @@ func TestDanglingAtShutdown(t *testing.T) {
 	assert.Equal(t, "shutdown", cause.Str())
 	assert.Len(t, h.metrics.AllMetrics(), metricsBefore+1, "final metrics flushed at shutdown")
 	md := h.lastMetrics()
-	m, ok := findMetric(md, turnengine.MetricTurns)
+	m, ok := findMetric(md, turnrender.MetricTurns)
 	require.True(t, ok)
 	var dangling int64
 	for i := 0; i < m.Sum().DataPoints().Len(); i++ {
@@ -391,7 +392,7 @@ func TestEmitFailureCountedNotRetried(t *testing.T) {
 	c.mu.Lock()
 	md := c.metricsLocked(epoch)
 	c.mu.Unlock()
-	assert.EqualValues(t, events, sumTotal(md, turnengine.MetricSessionEvents), "each event counted once")
+	assert.EqualValues(t, events, sumTotal(md, turnrender.MetricSessionEvents), "each event counted once")
 	h.shutdown()
 	assert.EqualValues(t, 2, h.selfSum(metadata.MetricEmitFailures, "signal=metrics"))
 }
@@ -432,10 +433,10 @@ func TestMetricsFlush(t *testing.T) {
 	second := h.lastMetrics()
 
 	for _, name := range []string{
-		turnengine.MetricTurns, turnengine.MetricTurnDuration, turnengine.MetricTurnSteps, turnengine.MetricTurnsOpen,
-		turnengine.MetricUsageTokens, turnengine.MetricInferenceDuration, turnengine.MetricAgentDuration,
-		turnengine.MetricInferenceTTFC, turnengine.MetricToolCalls, turnengine.MetricToolDuration,
-		turnengine.MetricSessionEvents, turnengine.MetricSessionViolations,
+		turnrender.MetricTurns, turnrender.MetricTurnDuration, turnrender.MetricTurnSteps, turnrender.MetricTurnsOpen,
+		turnrender.MetricUsageTokens, turnrender.MetricInferenceDuration, turnrender.MetricAgentDuration,
+		turnrender.MetricInferenceTTFC, turnrender.MetricToolCalls, turnrender.MetricToolDuration,
+		turnrender.MetricSessionEvents, turnrender.MetricSessionViolations,
 	} {
 		m, ok := findMetric(second, name)
 		if !assert.True(t, ok, "%s missing from the flush", name) {
@@ -465,18 +466,18 @@ func TestMetricsFlush(t *testing.T) {
 				}
 			}
 		case pmetric.MetricTypeGauge:
-			assert.Equal(t, turnengine.MetricTurnsOpen, name)
+			assert.Equal(t, turnrender.MetricTurnsOpen, name)
 		default:
 			t.Errorf("%s: unexpected type %s", name, m.Type())
 		}
 	}
-	v, _ := findMetric(second, turnengine.MetricSessionViolations)
+	v, _ := findMetric(second, turnrender.MetricSessionViolations)
 	code, _ := v.Sum().DataPoints().At(0).Attributes().Get("dsh.violation")
 	assert.Equal(t, sessionlog.CodeJSONInvalid, code.Str())
 
 	// Cumulative: the second flush keeps every series' start time, and no
 	// value went down.
-	for _, name := range []string{turnengine.MetricTurns, turnengine.MetricSessionEvents, turnengine.MetricUsageTokens} {
+	for _, name := range []string{turnrender.MetricTurns, turnrender.MetricSessionEvents, turnrender.MetricUsageTokens} {
 		fm, _ := findMetric(first, name)
 		sm, _ := findMetric(second, name)
 		starts := map[string]pcommon.Timestamp{}
@@ -496,7 +497,7 @@ func TestMetricsFlush(t *testing.T) {
 			assert.GreaterOrEqual(t, dp.Timestamp(), dp.StartTimestamp(), "%s %s", name, k)
 		}
 	}
-	assert.Greater(t, sumTotal(second, turnengine.MetricTurns), sumTotal(first, turnengine.MetricTurns))
+	assert.Greater(t, sumTotal(second, turnrender.MetricTurns), sumTotal(first, turnrender.MetricTurns))
 }
 
 func resourceKeyMap(m pcommon.Map) string {

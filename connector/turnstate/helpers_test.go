@@ -29,6 +29,7 @@ import (
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -246,7 +247,7 @@ func replay(t *testing.T, path, fallback string) (*turnengine.Engine, ptrace.Tra
 	defer f.Close()
 	e := turnengine.New(createDefaultConfig().engineConfig())
 	require.NoError(t, turnengine.Replay(e, f, sessionlog.Options{}, fallback, epoch))
-	return e, turnengine.Traces(e.Drain())
+	return e, turnrender.Traces(e.Drain())
 }
 
 // normalizeDangling erases the dangling cause, which differs between the

@@ -18,6 +18,7 @@ import (
 	"github.com/dshtrace/dshtrace/exporter/sessionarchive/internal/layout"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -139,7 +140,7 @@ func replay(t testing.TB, path, session string) ptrace.Traces {
 	defer f.Close()
 	e := turnengine.New(turnengine.Config{LiveSteps: true})
 	require.NoError(t, turnengine.Replay(e, f, sessionlog.Options{}, session, observed))
-	return turnengine.Traces(e.Drain())
+	return turnrender.Traces(e.Drain())
 }
 
 // Every corpus file, delivered as the receiver's records, is archived

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -82,7 +83,7 @@ func feed(t *testing.T, ld plog.Logs) ptrace.Traces {
 		}
 	}
 	e.Flush(turnengine.CauseEndOfInput, now)
-	return turnengine.Traces(e.Drain())
+	return turnrender.Traces(e.Drain())
 }
 
 func replay(t *testing.T, path, session string) ptrace.Traces {
@@ -96,7 +97,7 @@ func replay(t *testing.T, path, session string) ptrace.Traces {
 	if err := turnengine.Replay(e, f, sessionlog.Options{}, session, now); err != nil {
 		t.Fatal(err)
 	}
-	return turnengine.Traces(e.Drain())
+	return turnrender.Traces(e.Drain())
 }
 
 // For every corpus file: one record per physical row, each Body byte-equal
@@ -151,7 +152,7 @@ func TestCorpusRoundTrip(t *testing.T) {
 			if seq, _ := lr.Attributes().Get(AttrEventSeq); seq.Int() < seedLength {
 				// Inherited from the parent: the parent's spans, not emitted here.
 				h := headerOf(t, path)
-				if turn, _ := lr.Attributes().Get(AttrTurn); lr.TraceID() != turnengine.TraceID(h.ParentSession, turn.Int()) {
+				if turn, _ := lr.Attributes().Get(AttrTurn); lr.TraceID() != turnrender.TraceID(h.ParentSession, turn.Int()) {
 					t.Errorf("%s: inherited seq %d does not name its parent's trace", rel, seq.Int())
 				}
 				continue

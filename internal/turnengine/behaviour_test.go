@@ -4,20 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
-
-	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
-	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
-
-	"github.com/dshtrace/dshtrace/internal/testcorpus"
 )
 
 // loadInputs decodes a log into engine inputs.
@@ -42,110 +34,11 @@ func loadFile(t *testing.T, path, session string) []Input {
 	return loadInputs(t, f, session)
 }
 
-func run(cfg Config, inputs []Input) (*Engine, ptrace.Traces) {
-	e := New(cfg)
-	for _, in := range inputs {
-		e.Ingest(in, epoch)
-	}
-	e.Flush(CauseEndOfInput, epoch)
-	return e, Traces(e.Drain())
-}
-
-// A turn's events may arrive in any batching and order within the reorder
-// window, and any number of times: the spans are the same, ids included.
-func TestDeterministicUnderRebatching(t *testing.T) {
-	files := []string{
-		"../../testdata/dialects/v4-tools.jsonl",
-		"../../testdata/dialects/v4-end-reasons.jsonl",
-		"../../testdata/dialects/v0-end-reasons.jsonl",
-		"../../testdata/dialects/wrap-streamjson.jsonl",
-		"v0/examples/acp-agent/tests/snapshots/parallel-tool-calls/session.jsonl",
-		"v0/apps/web/tests/snapshots/goal-multi-turn-actions/session.jsonl",
-		"v0/examples/acp-agent/tests/snapshots/code-mode-turn/session.jsonl",
-		"v4/snapshots/sdk/tool-error-details/session.v4.jsonl",
-		"wire/v0/examples/headless-agent/tests/snapshots/provider-retry/stream-json.expected.jsonl",
-	}
-	for _, rel := range files {
-		path := rel
-		if !strings.HasPrefix(rel, "../") {
-			if !testcorpus.Available() {
-				continue // a corpus file, and no corpus: our own logs still run
-			}
-			path = testcorpus.Path(t, rel)
-		}
-		inputs := loadFile(t, path, "s")
-		_, want := run(Config{}, inputs)
-		rng := rand.New(rand.NewPCG(1, uint64(len(inputs))))
-		for trial := 0; trial < 20; trial++ {
-			shuffled := shuffleWindows(rng, inputs, 1+rng.IntN(32))
-			// Replays and re-deliveries: some events come twice.
-			for i := 0; i < len(inputs)/5; i++ {
-				shuffled = append(shuffled, inputs[rng.IntN(len(inputs))])
-			}
-			e := New(Config{})
-			var turns []*Turn
-			for i, in := range shuffled {
-				e.Ingest(in, epoch)
-				if i%7 == 0 {
-					turns = append(turns, e.Drain()...) // emit in arbitrary batches
-				}
-			}
-			e.Flush(CauseEndOfInput, epoch)
-			turns = append(turns, e.Drain()...)
-			got := Traces(turns)
-			if err := ptracetest.CompareTraces(want, got, ptracetest.IgnoreResourceSpansOrder()); err != nil {
-				t.Fatalf("%s trial %d: %v", rel, trial, err)
-			}
-			if e.Stats().Duplicates < int64(len(inputs)/5) {
-				t.Fatalf("%s: %d duplicates counted, at least %d fed", rel, e.Stats().Duplicates, len(inputs)/5)
-			}
-		}
-	}
-}
-
-// shuffleWindows reverses or shuffles consecutive windows of n events.
-func shuffleWindows(rng *rand.Rand, in []Input, n int) []Input {
-	out := append([]Input(nil), in...)
-	for i := 0; i < len(out); i += n {
-		j := min(i+n, len(out))
-		rng.Shuffle(j-i, func(a, b int) { out[i+a], out[i+b] = out[i+b], out[i+a] })
-	}
-	return out
-}
-
-// synthLog writes a v4 session of turns turns, each with steps steps and
-// one tool call per step, the last turn left open when open is true.
-func synthLog(session string, turns, steps int, open bool) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `{"type":"session","version":4,"id":%q,"createdAt":1,"isSeeded":false,"delegationDepth":0}`+"\n", session)
-	seq, tm := 0, int64(1_800_000_000_000)
-	ev := func(typ, data string, extra string) {
-		fmt.Fprintf(&b, `{"type":%q,"seq":%d,"time":%d,"data":%s%s}`+"\n", typ, seq, tm, data, extra)
-		seq++
-		tm += 10
-	}
-	for tn := 1; tn <= turns; tn++ {
-		ev("turn/start", fmt.Sprintf(`{"turn":%d}`, tn), "")
-		for st := 1; st <= steps; st++ {
-			ev("step/start", fmt.Sprintf(`{"turn":%d,"step":%d}`, tn, st), "")
-			call := fmt.Sprintf("c%d_%d", tn, st)
-			ev("assistant/message", fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"m%d","role":"assistant","content":[{"type":"tool-call","id":%q,"name":"bash","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"}},"usage":{"inputTokens":10,"outputTokens":2},"stream":[]}`, tn, st, seq, call), `,"surfaceOp":"append"`)
-			ev("tool/call", fmt.Sprintf(`{"turn":%d,"step":%d,"callId":%q,"name":"bash","arguments":"{}"}`, tn, st, call), "")
-			ev("tool/result", fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"r%d","role":"tool","toolCallId":%q,"content":[{"type":"text","text":"ok"}],"source":{"kind":"tool","callId":%q}}}`, tn, st, seq, call, call), fmt.Sprintf(`,"sourceEventSeqs":[%d],"surfaceOp":"append"`, seq-1))
-			ev("step/end", fmt.Sprintf(`{"turn":%d,"step":%d}`, tn, st), "")
-		}
-		if tn < turns || !open {
-			ev("turn/end", fmt.Sprintf(`{"turn":%d,"reason":{"kind":"completed"}}`, tn), "")
-		}
-	}
-	return b.String()
-}
-
 // A turn silent for dangling_timeout (arrival clock) closes as dangling,
 // once; its events arriving afterwards are late, not a second turn — its
 // turn/end only adds the late close that tells how it ended (late.go).
 func TestDanglingTimeoutAndLateEvents(t *testing.T) {
-	inputs := loadInputs(t, strings.NewReader(synthLog("s1", 2, 2, false)), "s1")
+	inputs := loadInputs(t, strings.NewReader(testlog.Synth("s1", 2, 2, false)), "s1")
 	cut := len(inputs) - 3 // hold back the last step/end... no: the last three events
 	e := New(Config{DanglingTimeout: time.Minute})
 	for _, in := range inputs[:cut] {
@@ -178,17 +71,6 @@ func TestDanglingTimeoutAndLateEvents(t *testing.T) {
 	if st := e.Stats(); st.Late != int64(3-1-len(after[0].Late.Closers)) || st.ClosedLate != 1 || st.Dangling[CauseTimeout] != 1 {
 		t.Fatalf("stats %+v with %d closers: want the other late events, 1 closed late, 1 dangling by timeout", st, len(after[0].Late.Closers))
 	}
-	td := Traces(closed)
-	root := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
-	if root.Status().Code() != ptrace.StatusCodeError {
-		t.Fatal("a dangling turn's span has status ERROR")
-	}
-	if v, _ := root.Attributes().Get("dsh.turn.end_reason"); v.Str() != "dangling" {
-		t.Fatalf("end_reason %q", v.Str())
-	}
-	if v, _ := root.Attributes().Get("dsh.dangling.cause"); v.Str() != CauseTimeout {
-		t.Fatalf("dangling cause %q", v.Str())
-	}
 }
 
 // At max_open_turns the oldest open turn is closed as dangling (evicted);
@@ -197,7 +79,7 @@ func TestEviction(t *testing.T) {
 	e := New(Config{MaxOpenTurns: 3, MaxSessions: 5})
 	for i := 0; i < 6; i++ {
 		id := fmt.Sprintf("s%d", i)
-		for _, in := range loadInputs(t, strings.NewReader(synthLog(id, 1, 1, true)), id) {
+		for _, in := range loadInputs(t, strings.NewReader(testlog.Synth(id, 1, 1, true)), id) {
 			e.Ingest(in, epoch.Add(time.Duration(i)*time.Second))
 		}
 	}
@@ -220,63 +102,6 @@ func TestEviction(t *testing.T) {
 	rest := e.Drain()
 	if len(rest) != 3 || rest[0].DanglingCause != CauseShutdown {
 		t.Fatalf("shutdown closed %d turns", len(rest))
-	}
-}
-
-// Times that go backwards never give a negative duration: they are clamped
-// into the parent's bounds and flagged.
-func TestTimeClamped(t *testing.T) {
-	log := `{"type":"session","version":4,"id":"c","createdAt":1,"isSeeded":false,"delegationDepth":0}
-{"type":"turn/start","seq":0,"time":1000,"data":{"turn":1}}
-{"type":"step/start","seq":1,"time":900,"data":{"turn":1,"step":1}}
-{"type":"assistant/message","seq":2,"time":5000,"data":{"turn":1,"step":1,"message":{"id":"m","role":"assistant","content":[{"type":"text","text":"x"}],"source":{"kind":"model","provider":"p","model":"m"}},"stream":[]},"surfaceOp":"append"}
-{"type":"step/end","seq":3,"time":1500,"data":{"turn":1,"step":1}}
-{"type":"turn/end","seq":4,"time":800,"data":{"turn":1,"reason":{"kind":"completed"}}}
-`
-	_, td := run(Config{}, loadInputs(t, strings.NewReader(log), "c"))
-	checkTree(t, "clamp", td)
-	spans := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
-	for i := 0; i < spans.Len(); i++ {
-		if v, ok := spans.At(i).Attributes().Get("dsh.time.clamped"); !ok || !v.Bool() {
-			t.Errorf("span %s not flagged dsh.time.clamped", spans.At(i).Name())
-		}
-	}
-}
-
-// With capture on, chat spans carry the history the model saw and tool
-// spans their payloads, each truncated to valid JSON within the limit; with
-// capture off (the default) no content appears anywhere.
-func TestContentCapture(t *testing.T) {
-	dir := testcorpus.Dir(t)
-	path := filepath.Join(dir, "v4/snapshots/sdk/tool-error-details/session.v4.jsonl")
-	_, off := run(Config{}, loadFile(t, path, "s"))
-	b, _ := (&ptrace.JSONMarshaler{}).MarshalTraces(off)
-	for _, k := range []string{"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "AUTO_DENIED\\\""} {
-		if strings.Contains(string(b), k) {
-			t.Errorf("capture off, yet %q appears in the spans", k)
-		}
-	}
-	_, on := run(Config{CaptureContent: true, MaxContentBytes: 300}, loadFile(t, path, "s"))
-	spans := on.ResourceSpans().At(0).ScopeSpans().At(0).Spans()
-	seen := map[string]bool{}
-	for i := 0; i < spans.Len(); i++ {
-		spans.At(i).Attributes().Range(func(k string, v pcommon.Value) bool {
-			if strings.HasPrefix(k, "gen_ai.input") || strings.HasPrefix(k, "gen_ai.output") || strings.HasPrefix(k, "gen_ai.tool.call.") && k != "gen_ai.tool.call.id" {
-				seen[k] = true
-				if len(v.Str()) > 300 {
-					t.Errorf("%s is %d bytes, limit 300", k, len(v.Str()))
-				}
-				if k != "gen_ai.tool.call.arguments" && !json.Valid([]byte(v.Str())) {
-					t.Errorf("%s is not valid JSON: %s", k, v.Str())
-				}
-			}
-			return true
-		})
-	}
-	for _, k := range []string{"gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"} {
-		if !seen[k] {
-			t.Errorf("capture on, but no span carries %s", k)
-		}
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -30,18 +31,19 @@ type Config struct {
 	// truncated to MaxContentBytes.
 	CaptureContent  bool
 	MaxContentBytes int
-	// MaxAttributeValues caps distinct model, tool and event-type values in
-	// metrics; the rest are reported as "other".
-	MaxAttributeValues int
 	// LiveSteps emits each step's spans (the step, its model calls and
 	// tool calls) as soon as the step ends, and the turn's root at its end:
 	// a long turn is visible while it runs, and the engine does not hold
 	// its finished steps. Off, a turn's spans go out together at its end.
 	LiveSteps bool
 	// Observer is told what the engine sees (events, violations, closed
-	// turns, live step fragments, late closes); nil: the engine's own
-	// Metrics (Engine.Metrics).
+	// turns, live step fragments, late closes); nil: no one. The metrics
+	// are an observer (turnrender.Metrics).
 	Observer Observer
+	// Prices prices the model calls of every turn (Attempt.Cost,
+	// Turn.Cost); nil: the built-in DeepSeek prices. An empty table prices
+	// nothing.
+	Prices *pricing.Table
 	// KeepInherited rebuilds a fork's inherited prefix (the events before
 	// the header's seedLength, docs/format.md §11.5) into turns like the session's own, as
 	// an outline of the whole log wants. Off, they are skipped: their spans
@@ -51,14 +53,13 @@ type Config struct {
 
 // Defaults.
 const (
-	DefaultAgentName          = "dsh"
-	DefaultDanglingTimeout    = 15 * time.Minute
-	DefaultMaxOpenTurns       = 100000
-	DefaultMaxSessions        = 100000
-	DefaultReorderWindow      = 4096
-	DefaultGapTimeout         = 5 * time.Second
-	DefaultMaxContentBytes    = 16384
-	DefaultMaxAttributeValues = 100
+	DefaultAgentName       = "dsh"
+	DefaultDanglingTimeout = 15 * time.Minute
+	DefaultMaxOpenTurns    = 100000
+	DefaultMaxSessions     = 100000
+	DefaultReorderWindow   = 4096
+	DefaultGapTimeout      = 5 * time.Second
+	DefaultMaxContentBytes = 16384
 )
 
 func (c Config) withDefaults() Config {
@@ -83,8 +84,8 @@ func (c Config) withDefaults() Config {
 	if c.MaxContentBytes <= 0 {
 		c.MaxContentBytes = DefaultMaxContentBytes
 	}
-	if c.MaxAttributeValues <= 0 {
-		c.MaxAttributeValues = DefaultMaxAttributeValues
+	if c.Prices == nil {
+		c.Prices = defaultPrices
 	}
 	return c
 }
@@ -141,29 +142,34 @@ type Engine struct {
 	tombs     map[string]*dangled // the dangling turns of evicted sessions
 	stats     Stats
 	obs       Observer
-	metrics   *Metrics // the observer, when it is Metrics
 }
 
 // Observer is told, in order and with the arrival time, what the engine
 // sees: each event applied (once; not those re-applied after a Resume),
 // each invariant violation, and each turn it closes — a whole turn, a live
-// step fragment (Turn.Fragment) or a late close (Turn.Late) — before Drain
-// hands it out. Metrics is one; the engine keeps no aggregate of its own
-// beyond Stats.
+// step fragment (Turn.Fragment) or a late close (Turn.Late), priced —
+// before Drain hands it out. The observer reads what it is told and
+// changes none of it; the engine keeps no aggregate of its own beyond
+// Stats. The metrics aggregator (turnrender.Metrics) is one.
 type Observer interface {
 	Event(eventType string, now time.Time)
 	Violation(code string, now time.Time)
 	Closed(t *Turn, now time.Time)
 }
 
+// nobody is the observer of an engine given none.
+type nobody struct{}
+
+func (nobody) Event(string, time.Time)     {}
+func (nobody) Violation(string, time.Time) {}
+func (nobody) Closed(*Turn, time.Time)     {}
+
 // New returns an empty engine.
 func New(cfg Config) *Engine {
 	cfg = cfg.withDefaults()
 	obs := cfg.Observer
-	m, _ := obs.(*Metrics)
 	if obs == nil {
-		m = NewMetrics(cfg.MaxAttributeValues)
-		obs = m
+		obs = nobody{}
 	}
 	return &Engine{
 		obs:      obs,
@@ -175,7 +181,6 @@ func New(cfg Config) *Engine {
 		names:    map[string]string{},
 		tombs:    map[string]*dangled{},
 		stats:    Stats{Dangling: map[string]int64{}},
-		metrics:  m,
 	}
 }
 
@@ -198,12 +203,8 @@ func (e *Engine) OpenTurns() int { return e.open.Len() }
 // Sessions is the number of sessions the engine tracks.
 func (e *Engine) Sessions() int { return len(e.sessions) }
 
-// Metrics is the engine's cumulative metric state: its observer, when
-// that is Metrics (the default); nil otherwise.
-func (e *Engine) Metrics() *Metrics { return e.metrics }
-
 // RecordViolation counts a violation the caller found outside the engine —
-// a problem decoding a row — in Stats.Violations and dsh.session.violations,
+// a problem decoding a row — in Stats.Violations and tells the observer,
 // beside those the engine's own validation finds.
 func (e *Engine) RecordViolation(code string, now time.Time) {
 	e.stats.Violations++
@@ -417,6 +418,7 @@ func (e *Engine) turnClosed(s *session, t *Turn, now time.Time) {
 	}
 	if t.Late == nil {
 		e.stats.TurnsClosed++
+		e.price(t, t.Steps...)
 	}
 	e.obs.Closed(t, now)
 	e.closed = append(e.closed, t)

@@ -4,10 +4,6 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/ptrace"
-
-	"github.com/dshtrace/dshtrace/internal/turnmodel"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -145,73 +141,4 @@ func ownReason(r sessionlog.Reason) sessionlog.Reason {
 	r.Kind, r.Cause, r.HookReason = strings.Clone(r.Kind), strings.Clone(r.Cause), strings.Clone(r.HookReason)
 	r.Failure = ownFailure(r.Failure)
 	return r
-}
-
-// LateCloseSpanID is the span of a turn's late close.
-func LateCloseSpanID(session string, turn int64) pcommon.SpanID {
-	return pcommon.SpanID(turnmodel.LateCloseSpanID(session, turn))
-}
-
-// appendLateClose renders a late close: one span in the turn's trace, a
-// child of its root (dangling, or never seen here), named for the real end
-// reason, with the closers as span events.
-func appendLateClose(spans ptrace.SpanSlice, t *Turn) {
-	lc := t.Late
-	sp := spans.AppendEmpty()
-	sp.SetTraceID(TraceID(t.SessionID, t.Number))
-	sp.SetSpanID(LateCloseSpanID(t.SessionID, t.Number))
-	sp.SetParentSpanID(TurnSpanID(t.SessionID, t.Number))
-	sp.SetName("close_turn " + t.Agent)
-	sp.SetKind(ptrace.SpanKindInternal)
-	sp.SetStartTimestamp(ts(t.StartTime))
-	sp.SetEndTimestamp(ts(t.EndTime))
-	a := sp.Attributes()
-	a.PutStr("gen_ai.agent.name", t.Agent)
-	a.PutStr("gen_ai.conversation.id", t.SessionID)
-	a.PutStr("session.id", t.SessionID)
-	a.PutInt("dsh.turn", t.Number)
-	reason := reasonKind(t)
-	a.PutStr("dsh.turn.end_reason", reason)
-	a.PutBool("dsh.turn.closed_late", true)
-	a.PutStr("dsh.dangling.cause", lc.DanglingCause)
-	if lc.After > 0 {
-		a.PutDouble("dsh.turn.closed_late_after", lc.After.Seconds())
-	}
-	if t.Reason.Failure != nil && t.Reason.Failure.Code != "" {
-		a.PutStr("error.type", t.Reason.Failure.Code)
-	}
-	a.PutInt("dsh.event.seq", t.EndSeq)
-	unknown := int64(0)
-	for _, c := range lc.Closers {
-		for _, at := range c.Attrs {
-			if at.Key == "error.type" && at.Value == "TOOL_OUTCOME_UNKNOWN" {
-				unknown++
-			}
-		}
-	}
-	if unknown > 0 {
-		a.PutInt("dsh.tool.calls_outcome_unknown", unknown)
-	}
-	switch reason {
-	case "error", "interrupted":
-		sp.Status().SetCode(ptrace.StatusCodeError)
-		sp.Status().SetMessage("turn ended " + reason + " after it was closed as dangling (" + lc.DanglingCause + ")")
-	}
-	appendEvents(sp, lc.Closers, "")
-}
-
-// MetricTurnsClosedLate counts late closes.
-const MetricTurnsClosedLate = "dsh.turns.closed_late"
-
-func init() {
-	metricDefs = append(metricDefs, metricDef{MetricTurnsClosedLate,
-		"Turns closed as dangling that dsh ended later, by their real TurnEndReason and how they had dangled.",
-		"{turn}", kindCounter, nil})
-}
-
-// recordLateClose counts a late close by its real end reason and how the
-// turn had dangled.
-func (m *Metrics) recordLateClose(t *Turn, now time.Time) {
-	m.add(MetricTurnsClosedLate, 1, attrs(kv{"dsh.turn.end_reason", reasonKind(t)}, kv{"dsh.dangling.cause", t.Late.DanglingCause},
-		kv{"gen_ai.agent.name", m.capped("agent", t.Agent)}), now)
 }

@@ -25,36 +25,15 @@ func (s *session) finishStep(restoring bool, now time.Time) {
 	t.Steps[len(t.Steps)-1] = nil // not held by the backing array either
 	t.Steps = t.Steps[:len(t.Steps)-1]
 	ot.stepsEmitted++
+	// Priced into the turn's totals, which the root carries at the turn's
+	// end — a replayed step too, though it is not emitted again.
+	s.e.price(t, st)
+	t.LiveModelCalls += len(st.Attempts)
+	t.LiveToolCalls += len(st.Tools)
 	frag := &Turn{SessionID: t.SessionID, Number: t.Number, Agent: t.Agent, StartTime: t.StartTime,
 		StartSeq: t.StartSeq, EndSeq: -1, Fragment: true, Steps: []*Step{st}, Of: t, Replayed: restoring}
-	// The observer prices it into the turn's totals, which the root
-	// carries at the turn's end — a replayed step too, though it is not
-	// emitted again.
 	s.e.obs.Closed(frag, now)
 	if !restoring {
 		s.e.closed = append(s.e.closed, frag)
-	}
-}
-
-// recordFragment prices a live step fragment into its turn's totals and,
-// unless it is Replayed, aggregates its model and tool calls.
-func (m *Metrics) recordFragment(f *Turn, now time.Time) {
-	t := f.Of
-	priceSteps(m.prices, t, f.Steps)
-	for _, st := range f.Steps {
-		t.liveInferences += len(st.Attempts)
-		t.liveTools += len(st.Tools)
-	}
-	if f.Replayed {
-		return
-	}
-	trace := TraceID(f.SessionID, f.Number)
-	for _, st := range f.Steps {
-		for _, a := range st.Attempts {
-			m.recordAttempt(f, st, a, trace, now)
-		}
-		for _, tc := range st.Tools {
-			m.recordTool(f, st, tc, trace, now)
-		}
 	}
 }

@@ -2,82 +2,22 @@ package turnengine
 
 import (
 	"fmt"
+	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
 	"runtime"
 	"testing"
 	"time"
-
-	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
-// eventSource synthesizes a v4 session's events one at a time, as decoded
-// rows, so a test can feed millions without holding them.
-type eventSource struct {
-	dec     *sessionlog.RowDecoder
-	session string
-	seq     int64
-	turn    int64
-	step    int64
-	phase   int
-	steps   int64 // steps per turn
-	done    int64 // steps of the current turn ended so far
+// eventSource is a synthetic session's events as engine inputs.
+type eventSource struct{ *testlog.Source }
+
+func newEventSource(session string, stepsPerTurn int64) eventSource {
+	return eventSource{testlog.NewSource(session, stepsPerTurn)}
 }
 
-// finishedSteps is how many steps of the current turn have ended.
-func (s *eventSource) finishedSteps() int64 { return s.done }
-
-func newEventSource(session string, stepsPerTurn int64) *eventSource {
-	s := &eventSource{dec: sessionlog.NewRowDecoder(0, 0), session: session, steps: stepsPerTurn}
-	hdr := fmt.Sprintf(`{"type":"session","version":4,"id":%q,"createdAt":1,"isSeeded":false,"delegationDepth":0}`, session)
-	if _, err := s.dec.Decode([]byte(hdr), 1); err != nil {
-		panic(err)
-	}
-	return s
-}
-
-// next returns the next event of an endless sequence of turns, each with
-// s.steps steps of one model call and one tool call.
-func (s *eventSource) next() *sessionlog.Event {
-	var line string
-	t := 1_800_000_000_000 + s.seq*5
-	switch s.phase {
-	case 0:
-		s.turn++
-		s.step, s.done = 0, 0
-		line = fmt.Sprintf(`{"type":"turn/start","seq":%d,"time":%d,"data":{"turn":%d}}`, s.seq, t, s.turn)
-	case 1:
-		s.step++
-		line = fmt.Sprintf(`{"type":"step/start","seq":%d,"time":%d,"data":{"turn":%d,"step":%d}}`, s.seq, t, s.turn, s.step)
-	case 2:
-		line = fmt.Sprintf(`{"type":"assistant/message","seq":%d,"time":%d,"data":{"turn":%d,"step":%d,"message":{"id":"m%d","role":"assistant","content":[{"type":"tool-call","id":"c%d","name":"bash","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"}},"usage":{"inputTokens":100,"outputTokens":20},"stream":[{"type":"chunk","time":%d,"chunk":{"type":"finish","reason":{"kind":"tool-calls"}}}]},"surfaceOp":"append"}`, s.seq, t, s.turn, s.step, s.seq, s.seq, t)
-	case 3:
-		line = fmt.Sprintf(`{"type":"tool/call","seq":%d,"time":%d,"data":{"turn":%d,"step":%d,"callId":"c%d","name":"bash","arguments":"{}"}}`, s.seq, t, s.turn, s.step, s.seq-1)
-	case 4:
-		line = fmt.Sprintf(`{"type":"tool/result","seq":%d,"time":%d,"data":{"turn":%d,"step":%d,"message":{"id":"r%d","role":"tool","toolCallId":"c%d","content":[{"type":"text","text":"ok"}],"source":{"kind":"tool","callId":"c%d"}}},"sourceEventSeqs":[%d],"surfaceOp":"append"}`, s.seq, t, s.turn, s.step, s.seq, s.seq-2, s.seq-2, s.seq-1)
-	case 5:
-		line = fmt.Sprintf(`{"type":"step/end","seq":%d,"time":%d,"data":{"turn":%d,"step":%d}}`, s.seq, t, s.turn, s.step)
-		s.done++
-	case 6:
-		line = fmt.Sprintf(`{"type":"turn/end","seq":%d,"time":%d,"data":{"turn":%d,"reason":{"kind":"completed"}}}`, s.seq, t, s.turn)
-	}
-	switch {
-	case s.phase == 5 && s.step < s.steps:
-		s.phase = 1
-	case s.phase == 6:
-		s.phase = 0
-	default:
-		s.phase++
-	}
-	row, err := s.dec.Decode([]byte(line), int(s.seq)+2)
-	if err != nil || len(row.Events) != 1 {
-		panic(fmt.Sprintf("synthetic row %d: %v %v", s.seq, err, row.Problems))
-	}
-	s.seq++
-	return &row.Events[0]
-}
-
-func (s *eventSource) input() Input {
-	ev := s.next()
-	return Input{SessionID: s.session, Event: ev, Format: s.dec.Format(), Header: s.dec.Header()}
+func (s eventSource) input() Input {
+	ev := s.Next()
+	return Input{SessionID: s.Session(), Event: ev, Format: s.Format(), Header: s.Header()}
 }
 
 func heapInUse() uint64 {
@@ -120,7 +60,7 @@ func TestMemoryFlatOverLongSession(t *testing.T) {
 // openTurns opens n turns in n sessions (turn/start, step/start, a model
 // call and a tool call in flight) and returns the heap they take per turn.
 func openTurns(n int) (perTurn float64, e *Engine) {
-	srcs := make([]*eventSource, n)
+	srcs := make([]eventSource, n)
 	for i := range srcs {
 		srcs[i] = newEventSource(fmt.Sprintf("session-%06d", i), 3)
 	}

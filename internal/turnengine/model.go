@@ -1,10 +1,11 @@
 // Package turnengine rebuilds the per-turn state of dsh sessions from their
 // events: turns, steps, model attempts and tool calls, closed when dsh
-// closes them or as dangling when it never does. It maps closed turns to
-// spans (one trace per turn) and aggregates metrics. It is pure and
-// deterministic: the caller hands it events and the time; it imports no
-// collector package beyond pdata for its output, so the connector, the CLI
-// and the benchmarks share it.
+// closes them or as dangling when it never does, priced, and handed out
+// (Drain) as the values of this file. It is the state machine only and is
+// pure and deterministic: the caller hands it events and the time, an
+// Observer is told what it sees, and it imports no collector package —
+// rendering them as spans and aggregating metrics is internal/turnrender's
+// job. The connector, the CLI and the benchmarks share it.
 package turnengine
 
 import (
@@ -53,9 +54,10 @@ type Turn struct {
 	// in its turn's totals only.
 	Of       *Turn
 	Replayed bool
-	// liveInferences and liveTools count the model and tool calls of the
-	// steps emitted live (their Cost is in Cost already).
-	liveInferences, liveTools int
+	// LiveModelCalls and LiveToolCalls count the model and tool calls of
+	// the steps already emitted live, which Steps no longer holds (their
+	// cost is in Cost already).
+	LiveModelCalls, LiveToolCalls int
 }
 
 // NumSteps is the turn's number of steps, those emitted live included.

@@ -1,6 +1,7 @@
 package turnengine
 
 import (
+	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 type countingObserver struct {
 	events, violations     int
 	turns, fragments, late int
+	unpriced               int // the turns' UnpricedCalls when told
 	lastNow                time.Time
 }
 
@@ -23,20 +25,18 @@ func (o *countingObserver) Closed(t *Turn, now time.Time) {
 		o.fragments++
 	default:
 		o.turns++
+		o.unpriced += t.UnpricedCalls
 	}
 	o.lastNow = now
 }
 
 // The engine is a state machine with an observer: an observer of one's
 // own gets every event, violation and closed turn, with the arrival time
-// passed in — and the engine then keeps no metrics of its own.
+// passed in.
 func TestObserver(t *testing.T) {
 	obs := &countingObserver{}
 	e := New(Config{Observer: obs, LiveSteps: true})
-	if e.Metrics() != nil {
-		t.Fatal("an engine with its own observer keeps Metrics too")
-	}
-	inputs := loadInputs(t, strings.NewReader(synthLog("s", 2, 3, false)), "s")
+	inputs := loadInputs(t, strings.NewReader(testlog.Synth("s", 2, 3, false)), "s")
 	at := epoch.Add(time.Hour)
 	for _, in := range inputs {
 		e.Ingest(in, at)
@@ -46,6 +46,11 @@ func TestObserver(t *testing.T) {
 	}
 	if obs.turns != 2 || obs.fragments != 6 || obs.late != 0 {
 		t.Errorf("observer saw %d turns, %d fragments, %d late closes; want 2, 6, 0", obs.turns, obs.fragments, obs.late)
+	}
+	// Each model call reported usage, of a model the built-in prices do
+	// not know: the turns come priced to the observer.
+	if obs.unpriced != 6 {
+		t.Errorf("observer saw %d unpriced calls, want 6 (priced before it is told)", obs.unpriced)
 	}
 	if !obs.lastNow.Equal(at) {
 		t.Errorf("observer told time %v, want the arrival time %v", obs.lastNow, at)

@@ -13,6 +13,7 @@ import (
 	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/internal/turnmodel"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -65,7 +66,7 @@ func TestPlacesAreSpans(t *testing.T) {
 			}
 			eng.Flush(turnengine.CauseEndOfInput, now)
 			emitted := map[span]string{}
-			td := turnengine.Traces(eng.Drain())
+			td := turnrender.Traces(eng.Drain())
 			for _, rs := range td.ResourceSpans().All() {
 				for _, ss := range rs.ScopeSpans().All() {
 					for _, s := range ss.Spans().All() {

@@ -29,7 +29,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
-	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
 func readRepoTestdata(t *testing.T, rel string) []byte {
@@ -128,12 +128,12 @@ func TestHTTPRecordContract(t *testing.T) {
 		"gen_ai.tool.call.id": "c1", "dsh.session.format_version": int64(4),
 	}, ev.Attributes().AsRaw())
 	assert.Equal(t, plog.SeverityNumberError, ev.SeverityNumber())
-	assert.Equal(t, turnengine.TraceID("path-id", 1), ev.TraceID())
-	assert.Equal(t, turnengine.ToolSpanID("path-id", 1, 1, "c1", ""), ev.SpanID())
-	assert.Equal(t, turnengine.ChatSpanID("path-id", 1, 1, 1), recs[3].lr.SpanID())
+	assert.Equal(t, turnrender.TraceID("path-id", 1), ev.TraceID())
+	assert.Equal(t, turnrender.ToolSpanID("path-id", 1, 1, "c1", ""), ev.SpanID())
+	assert.Equal(t, turnrender.ChatSpanID("path-id", 1, 1, 1), recs[3].lr.SpanID())
 	assert.Equal(t, plog.SeverityNumberError, recs[7].lr.SeverityNumber(), "turn/end error")
 	assert.Equal(t, plog.SeverityNumberInfo, recs[1].lr.SeverityNumber())
-	assert.Equal(t, turnengine.TurnSpanID("path-id", 1), recs[1].lr.SpanID())
+	assert.Equal(t, turnrender.TurnSpanID("path-id", 1), recs[1].lr.SpanID())
 }
 
 // TestHTTPAnyOrderAndGaps: rows posted out of order, in batches that leave

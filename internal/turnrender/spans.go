@@ -1,4 +1,4 @@
-package turnengine
+package turnrender
 
 import (
 	"fmt"
@@ -6,31 +6,29 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
-// ProviderName is gen_ai.provider.name for a dsh provider id: the
-// conventions' well-known value where there is one (dsh's
-// "deepseek-official" route is the conventions' "deepseek"), else dsh's id.
-func ProviderName(dsh string) string {
-	switch dsh {
-	case "deepseek-official":
-		return "deepseek"
-	}
-	return dsh
-}
-
-// ScopeName is the instrumentation scope of everything the engine emits.
+// ScopeName is the instrumentation scope of the spans and metrics rendered
+// here: the connector's, which emits them.
 const ScopeName = "github.com/dshtrace/dshtrace/connector/turnstate"
 
 // Traces renders closed turns as OTLP traces: one trace per turn, one
 // ResourceSpans per session (resource session.id and service.name = the
 // agent), spans as docs/design.md §4 lays out.
-func Traces(turns []*Turn) ptrace.Traces {
+func Traces(turns []*turnengine.Turn) ptrace.Traces {
 	td := ptrace.NewTraces()
-	bySession := map[string]ptrace.SpanSlice{}
+	// Each session's span slice is sized once for all its turns: grown
+	// turn by turn, it would be copied at every turn.
+	type resource struct{ session, agent string }
+	sizes := make(map[resource]int, 1)
 	for _, t := range turns {
-		key := t.SessionID + "\x00" + t.Agent
+		sizes[resource{t.SessionID, t.Agent}] += spansOf(t)
+	}
+	bySession := make(map[resource]ptrace.SpanSlice, len(sizes))
+	for _, t := range turns {
+		key := resource{t.SessionID, t.Agent}
 		spans, ok := bySession[key]
 		if !ok {
 			rs := td.ResourceSpans().AppendEmpty()
@@ -39,28 +37,38 @@ func Traces(turns []*Turn) ptrace.Traces {
 			ss := rs.ScopeSpans().AppendEmpty()
 			ss.Scope().SetName(ScopeName)
 			spans = ss.Spans()
+			spans.EnsureCapacity(sizes[key])
 			bySession[key] = spans
 		}
-		if t.Late != nil {
+		switch {
+		case t.Late != nil:
 			appendLateClose(spans, t)
-			continue
-		}
-		if t.Fragment {
-			spans.EnsureCapacity(spans.Len() + spanCount(t) - 1)
+		case t.Fragment:
 			appendSteps(spans, t, TraceID(t.SessionID, t.Number), TurnSpanID(t.SessionID, t.Number))
-			continue
+		default:
+			appendTurn(spans, t)
 		}
-		spans.EnsureCapacity(spans.Len() + spanCount(t))
-		appendTurn(spans, t)
 	}
 	return td
 }
 
+// spansOf is the number of spans Traces renders for t: a late close is
+// one span, a live step fragment its steps' spans without the root.
+func spansOf(t *turnengine.Turn) int {
+	switch {
+	case t.Late != nil:
+		return 1
+	case t.Fragment:
+		return spanCount(t) - 1
+	}
+	return spanCount(t)
+}
+
 // spanCount is the number of spans appendTurn adds for t.
-func spanCount(t *Turn) int {
+func spanCount(t *turnengine.Turn) int {
 	n := 1
-	var tools func(tcs []*ToolCall)
-	tools = func(tcs []*ToolCall) {
+	var tools func(tcs []*turnengine.ToolCall)
+	tools = func(tcs []*turnengine.ToolCall) {
 		for _, tc := range tcs {
 			n++
 			tools(tc.SubCalls)
@@ -75,7 +83,7 @@ func spanCount(t *Turn) int {
 
 func ts(ms int64) pcommon.Timestamp { return pcommon.Timestamp(msToNanos(ms)) }
 
-func appendTurn(spans ptrace.SpanSlice, t *Turn) {
+func appendTurn(spans ptrace.SpanSlice, t *turnengine.Turn) {
 	trace := TraceID(t.SessionID, t.Number)
 	root := TurnSpanID(t.SessionID, t.Number)
 	sp := spans.AppendEmpty()
@@ -139,7 +147,7 @@ func appendTurn(spans ptrace.SpanSlice, t *Turn) {
 
 // appendSteps renders a turn's steps, each with its model and tool calls,
 // under the turn's root span.
-func appendSteps(spans ptrace.SpanSlice, t *Turn, trace pcommon.TraceID, root pcommon.SpanID) {
+func appendSteps(spans ptrace.SpanSlice, t *turnengine.Turn, trace pcommon.TraceID, root pcommon.SpanID) {
 	for _, st := range t.Steps {
 		stepID := StepSpanID(t.SessionID, t.Number, st.Number)
 		ssp := spans.AppendEmpty()
@@ -182,7 +190,7 @@ func appendSteps(spans ptrace.SpanSlice, t *Turn, trace pcommon.TraceID, root pc
 // (the conventions keep usage to the model calls): input tokens include
 // the cached ones, as on chat spans. A turn none of whose calls reported
 // usage has no usage attributes — unknown, not zero.
-func putTurnUsage(a pcommon.Map, t *Turn) {
+func putTurnUsage(a pcommon.Map, t *turnengine.Turn) {
 	u := t.Usage
 	if u.Reported {
 		a.PutInt("dsh.turn.usage.input_tokens", u.Input+u.CacheRead+u.CacheWrite)
@@ -213,7 +221,7 @@ func putCallUsage(a pcommon.Map, u *sessionlog.Usage) {
 	}
 }
 
-func appendChat(spans ptrace.SpanSlice, t *Turn, st *Step, at *Attempt, trace pcommon.TraceID, parent, id pcommon.SpanID) {
+func appendChat(spans ptrace.SpanSlice, t *turnengine.Turn, st *turnengine.Step, at *turnengine.Attempt, trace pcommon.TraceID, parent, id pcommon.SpanID) {
 	sp := spans.AppendEmpty()
 	sp.SetTraceID(trace)
 	sp.SetSpanID(id)
@@ -304,7 +312,7 @@ func appendChat(spans ptrace.SpanSlice, t *Turn, st *Step, at *Attempt, trace pc
 	}
 }
 
-func appendTool(spans ptrace.SpanSlice, t *Turn, st *Step, tc *ToolCall, trace pcommon.TraceID, parent, chat pcommon.SpanID, parentCall string) {
+func appendTool(spans ptrace.SpanSlice, t *turnengine.Turn, st *turnengine.Step, tc *turnengine.ToolCall, trace pcommon.TraceID, parent, chat pcommon.SpanID, parentCall string) {
 	id := ToolSpanID(t.SessionID, t.Number, st.Number, tc.CallID, tc.SubCallID)
 	sp := spans.AppendEmpty()
 	sp.SetTraceID(trace)
@@ -367,7 +375,7 @@ func appendTool(spans ptrace.SpanSlice, t *Turn, st *Step, tc *ToolCall, trace p
 
 // appendEvents adds the span events that belong on this span: those with
 // no call when callID is empty, else those of the call.
-func appendEvents(sp ptrace.Span, events []SpanEvent, callID string) {
+func appendEvents(sp ptrace.Span, events []turnengine.SpanEvent, callID string) {
 	for _, e := range events {
 		if e.CallID != callID {
 			continue
@@ -377,5 +385,20 @@ func appendEvents(sp ptrace.Span, events []SpanEvent, callID string) {
 		se.SetTimestamp(ts(e.Time))
 		se.Attributes().PutInt("dsh.event.seq", e.Seq)
 		putAttrs(se.Attributes(), e.Attrs)
+	}
+}
+
+func putAttrs(m pcommon.Map, attrs []turnengine.Attr) {
+	for _, a := range attrs {
+		switch v := a.Value.(type) {
+		case string:
+			if v != "" { // an empty value is no attribute (error.type on success)
+				m.PutStr(a.Key, v)
+			}
+		case int64:
+			m.PutInt(a.Key, v)
+		case bool:
+			m.PutBool(a.Key, v)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package turnengine
+package turnrender
 
 import (
 	"encoding/json"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
+	"github.com/dshtrace/dshtrace/internal/turnengine"
 )
 
 func spansByName(td ptrace.Traces) map[string][]ptrace.Span {
@@ -44,7 +45,7 @@ func closeTo(a, b float64) bool { return math.Abs(a-b) < 1e-15 }
 //	turn:   90.7984 µ$
 func TestCostOfCorpusTurn(t *testing.T) {
 	path := filepath.Join(testcorpus.Dir(t), "v0/examples/jsonrpc-agent/tests/snapshots/bash-tool/session.jsonl")
-	e, td := run(Config{}, loadFile(t, path, "s"))
+	_, m, td := run(turnengine.Config{}, loadFile(t, path, "s"))
 	spans := spansByName(td)
 	chats := spans["chat"]
 	if len(chats) != 2 {
@@ -75,7 +76,7 @@ func TestCostOfCorpusTurn(t *testing.T) {
 	}
 	// The dsh.usage.cost counter adds up to the same total, by token type.
 	byType := map[string]float64{}
-	points(e, MetricUsageCost, func(attrs pcommon.Map, v float64) {
+	points(m, MetricUsageCost, func(attrs pcommon.Map, v float64) {
 		typ, _ := attrs.Get("gen_ai.token.type")
 		byType[typ.Str()] += v
 	})
@@ -91,8 +92,8 @@ func TestCostOfCorpusTurn(t *testing.T) {
 }
 
 // points calls f with every data point of a double counter.
-func points(e *Engine, name string, f func(pcommon.Map, float64)) {
-	for _, p := range e.Metrics().series[name] {
+func points(m *Metrics, name string, f func(pcommon.Map, float64)) {
+	for _, p := range m.series[name] {
 		m := pcommon.NewMap()
 		putKVs(m, p.attrs)
 		f(m, p.fvalue)
@@ -105,12 +106,15 @@ func points(e *Engine, name string, f func(pcommon.Map, float64)) {
 func TestUnpricedModel(t *testing.T) {
 	path := filepath.Join(testcorpus.Dir(t), "v0/examples/jsonrpc-agent/tests/snapshots/bash-tool/session.jsonl")
 	in := loadFile(t, path, "s")
-	e := New(Config{})
-	e.Metrics().SetPrices(nil)
+	none, err := pricing.New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, m := newEngine(turnengine.Config{Prices: none})
 	for _, x := range in {
 		e.Ingest(x, epoch)
 	}
-	e.Flush(CauseEndOfInput, epoch)
+	e.Flush(turnengine.CauseEndOfInput, epoch)
 	spans := spansByName(Traces(e.Drain()))
 	for _, s := range spans["chat"] {
 		if _, ok := s.Attributes().Get("dsh.usage.cost"); ok {
@@ -124,7 +128,7 @@ func TestUnpricedModel(t *testing.T) {
 	if v, _ := root.Get("dsh.turn.cost.unpriced_calls"); v.Int() != 2 {
 		t.Errorf("unpriced calls = %d, want 2", v.Int())
 	}
-	if len(e.Metrics().series[MetricUsageCost]) != 0 {
+	if len(m.series[MetricUsageCost]) != 0 {
 		t.Error("dsh.usage.cost counted without prices")
 	}
 
@@ -132,12 +136,11 @@ func TestUnpricedModel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e = New(Config{})
-	e.Metrics().SetPrices(tb)
+	e, _ = newEngine(turnengine.Config{Prices: tb})
 	for _, x := range in {
 		e.Ingest(x, epoch)
 	}
-	e.Flush(CauseEndOfInput, epoch)
+	e.Flush(turnengine.CauseEndOfInput, epoch)
 	root = spansByName(Traces(e.Drain()))["invoke_agent"][0].Attributes()
 	// $1 per 1M tokens of every type: (123+1664+89 + 233+1664+24)/1e6.
 	if v, _ := root.Get("dsh.turn.cost"); !closeTo(v.Double(), 3797e-6) {
@@ -151,7 +154,7 @@ func TestUnpricedModel(t *testing.T) {
 // gen_ai.response.finish_reasons); every part has a type.
 func TestContentShapes(t *testing.T) {
 	path := filepath.Join(testcorpus.Dir(t), "v4/snapshots/sdk/tool-error-details/session.v4.jsonl")
-	_, td := run(Config{CaptureContent: true}, loadFile(t, path, "s"))
+	_, _, td := run(turnengine.Config{CaptureContent: true}, loadFile(t, path, "s"))
 	checkParts := func(what string, parts []any) {
 		if len(parts) == 0 {
 			t.Errorf("%s: no parts", what)
@@ -224,7 +227,7 @@ func TestFinishReasons(t *testing.T) {
 		{"max-tokens", true, "length"}, {"error", false, "error"}, {"aborted", false, "error"}, {"aborted", true, "error"},
 		{"some-new-kind", true, "some-new-kind"},
 	} {
-		if got := finishReason(&Attempt{FinishKind: tc.kind, Committed: tc.committed}); got != tc.want {
+		if got := finishReason(&turnengine.Attempt{FinishKind: tc.kind, Committed: tc.committed}); got != tc.want {
 			t.Errorf("finish %q committed %v: %q, want %q", tc.kind, tc.committed, got, tc.want)
 		}
 	}
@@ -241,7 +244,7 @@ func TestMissingUsageIsAbsent(t *testing.T) {
 {"type":"step/end","seq":3,"time":2000,"data":{"turn":1,"step":1}}
 {"type":"turn/end","seq":4,"time":2000,"data":{"turn":1,"reason":{"kind":"completed"}}}
 `
-	e, td := run(Config{}, loadInputs(t, strings.NewReader(log), "c"))
+	_, m, td := run(turnengine.Config{}, loadInputs(t, strings.NewReader(log), "c"))
 	spans := spansByName(td)
 	if len(spans["chat"]) != 1 {
 		t.Fatalf("%d chat spans", len(spans["chat"]))
@@ -255,7 +258,7 @@ func TestMissingUsageIsAbsent(t *testing.T) {
 		})
 	}
 	for _, name := range []string{MetricUsageTokens, MetricUsageCost} {
-		if n := len(e.Metrics().series[name]); n != 0 {
+		if n := len(m.series[name]); n != 0 {
 			t.Errorf("%s has %d series without any usage reported", name, n)
 		}
 	}

@@ -1,12 +1,14 @@
-package turnengine
+package turnrender
 
 import (
+	"math"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
+	"github.com/dshtrace/dshtrace/internal/turnengine"
 )
 
 // A session stopped anywhere — between any two events — and resumed on a
@@ -15,13 +17,13 @@ import (
 // once across the two engines; and re-delivered events before the stop
 // are duplicates, not new turns.
 func TestResumeEqualsUninterrupted(t *testing.T) {
-	t.Run("whole turns", func(t *testing.T) { resumeEqualsUninterrupted(t, Config{}) })
+	t.Run("whole turns", func(t *testing.T) { resumeEqualsUninterrupted(t, turnengine.Config{}) })
 	// Live steps: the steps emitted before the stop are not emitted again
 	// when the resumed engine re-applies the open turn's events.
-	t.Run("live steps", func(t *testing.T) { resumeEqualsUninterrupted(t, Config{LiveSteps: true}) })
+	t.Run("live steps", func(t *testing.T) { resumeEqualsUninterrupted(t, turnengine.Config{LiveSteps: true}) })
 }
 
-func resumeEqualsUninterrupted(t *testing.T, cfg Config) {
+func resumeEqualsUninterrupted(t *testing.T, cfg turnengine.Config) {
 	for _, l := range testcorpus.Logs(t) {
 		rel := l.Name
 		if rel == "testdata/dialects/wrap-jsonrpc.jsonl" {
@@ -31,12 +33,12 @@ func resumeEqualsUninterrupted(t *testing.T, cfg Config) {
 		if len(inputs) == 0 {
 			continue
 		}
-		whole, want := run(cfg, inputs)
+		whole, wholeM, want := run(cfg, inputs)
 		total := whole.Stats()
 		// Every cut for short logs, about 24 spread over long ones.
 		stride := max(1, len(inputs)/24)
 		for k := 0; k <= len(inputs); k += stride {
-			e1 := New(cfg)
+			e1, mt1 := newEngine(cfg)
 			for _, in := range inputs[:k] {
 				e1.Ingest(in, epoch)
 			}
@@ -46,7 +48,7 @@ func resumeEqualsUninterrupted(t *testing.T, cfg Config) {
 				t.Fatalf("%s cut %d: no mark", rel, k)
 			}
 
-			e2 := New(cfg)
+			e2, mt2 := newEngine(cfg)
 			if ok {
 				e2.Resume("s", m, epoch)
 				for _, in := range inputs[:k] {
@@ -62,7 +64,7 @@ func resumeEqualsUninterrupted(t *testing.T, cfg Config) {
 			for _, in := range inputs[k:] {
 				e2.Ingest(in, epoch)
 			}
-			e2.Flush(CauseEndOfInput, epoch)
+			e2.Flush(turnengine.CauseEndOfInput, epoch)
 			turns = append(turns, e2.Drain()...)
 
 			if err := ptracetest.CompareTraces(want, Traces(turns), ptracetest.IgnoreResourceSpansOrder(), ptracetest.IgnoreSpansOrder()); err != nil {
@@ -78,43 +80,33 @@ func resumeEqualsUninterrupted(t *testing.T, cfg Config) {
 			if got := s1.Violations + s2.Violations; got != total.Violations {
 				t.Errorf("%s cut %d: %d + %d violations, want %d", rel, k, s1.Violations, s2.Violations, total.Violations)
 			}
+			// So does every metric point: a replayed live step is not
+			// counted again.
+			got := totals(mt1)
+			for k2, v := range totals(mt2) {
+				got[k2] += v
+			}
+			for k2, v := range totals(wholeM) {
+				if math.Abs(got[k2]-v) > 1e-9 {
+					t.Errorf("%s cut %d: %q = %v across the restart, %v uninterrupted", rel, k, k2, got[k2], v)
+				}
+				delete(got, k2)
+			}
+			for k2, v := range got {
+				t.Errorf("%s cut %d: %q = %v across the restart, absent uninterrupted", rel, k, k2, v)
+			}
 		}
 	}
 }
 
-// Release lets go of a session mid-turn without a span, a metric or a
-// forgotten id; a later event of it starts it afresh.
-func TestReleaseClosesNothing(t *testing.T) {
-	for _, l := range testcorpus.Logs(t) {
-		inputs := loadFile(t, l.Path, "s")
-		if len(inputs) < 4 {
-			continue
+// totals are the values of every metric point, by metric and attributes:
+// a counter's value, a histogram's count.
+func totals(m *Metrics) map[string]float64 {
+	out := map[string]float64{}
+	for name, pts := range m.series {
+		for key, p := range pts {
+			out[name+" "+strings.ReplaceAll(key, "\x00", " ")] = float64(p.value) + p.fvalue + float64(p.count)
 		}
-		e := New(Config{})
-		var k int
-		for k = 0; k < len(inputs) && e.OpenTurns() == 0; k++ {
-			e.Ingest(inputs[k], epoch)
-		}
-		if e.OpenTurns() == 0 {
-			continue
-		}
-		e.Drain()
-		before := e.Stats()
-		open, ok := e.Release("s")
-		if !open || !ok {
-			t.Fatalf("%s: Release = %v, %v; want an open turn", l.Name, open, ok)
-		}
-		if e.OpenTurns() != 0 || e.Sessions() != 0 || len(e.Drain()) != 0 || len(e.DrainForgotten()) != 0 {
-			t.Fatalf("%s: released session left state or output behind", l.Name)
-		}
-		e.Sweep(epoch.Add(24 * time.Hour))
-		if len(e.Drain()) != 0 || e.Stats().Dangling[CauseTimeout] != before.Dangling[CauseTimeout] {
-			t.Fatalf("%s: a released session was swept", l.Name)
-		}
-		if _, ok := e.Release("s"); ok {
-			t.Fatalf("%s: released twice", l.Name)
-		}
-		return
 	}
-	t.Fatal("no corpus log opens a turn")
+	return out
 }

@@ -1,14 +1,14 @@
-package turnengine
+package turnrender
 
 import (
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/dshtrace/dshtrace/internal/pricing"
-
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/dshtrace/dshtrace/internal/turnengine"
 )
 
 // Metric names. The gen_ai.* ones follow the OpenTelemetry GenAI semantic
@@ -31,6 +31,7 @@ const (
 	MetricToolDuration      = "gen_ai.execute_tool.duration"
 	MetricSessionEvents     = "dsh.session.events"
 	MetricSessionViolations = "dsh.session.violations"
+	MetricTurnsClosedLate   = "dsh.turns.closed_late"
 )
 
 // Token types of dsh.usage.tokens and dsh.usage.cost: disjoint, so that
@@ -82,6 +83,8 @@ var metricDefs = []metricDef{
 	{MetricToolDuration, "Tool execution duration, tool/call to tool/result.", "s", kindHistogram, durationBounds},
 	{MetricSessionEvents, "Session events seen, each once.", "{event}", kindCounter, nil},
 	{MetricSessionViolations, "Format invariant violations seen.", "{violation}", kindCounter, nil},
+	{MetricTurnsClosedLate, "Turns closed as dangling that dsh ended later, by their real TurnEndReason and how they had dangled.",
+		"{turn}", kindCounter, nil},
 }
 
 // kv is one metric attribute; every metric attribute is a string.
@@ -124,7 +127,8 @@ type exemplar struct {
 // maxExemplars per histogram point per flush.
 const maxExemplars = 4
 
-// Metrics holds the cumulative aggregates the engine emits (docs/design.md §5).
+// Metrics holds the cumulative aggregates of what an engine closed
+// (docs/design.md §5): the engine's Observer, rendered by AppendTo.
 type Metrics struct {
 	maxValues int
 	admitted  map[string]map[string]struct{}
@@ -134,12 +138,10 @@ type Metrics struct {
 	// eventPoints maps a raw event type to its dsh.session.events point
 	// (after the cap), so counting an event is one lookup.
 	eventPoints map[string]*point
-	// prices prices the model calls of each turn recorded.
-	prices *pricing.Table
 }
 
 // The Metrics are an Observer of the engine: they aggregate what it sees.
-var _ Observer = (*Metrics)(nil)
+var _ turnengine.Observer = (*Metrics)(nil)
 
 // Event counts an event applied (dsh.session.events).
 func (m *Metrics) Event(eventType string, now time.Time) { m.recordEvent(eventType, now) }
@@ -147,11 +149,9 @@ func (m *Metrics) Event(eventType string, now time.Time) { m.recordEvent(eventTy
 // Violation counts an invariant violation (dsh.session.violations).
 func (m *Metrics) Violation(code string, now time.Time) { m.recordViolation(code, now) }
 
-// Closed aggregates what the engine closed: a turn (priced first, so that
-// the spans rendered from it carry the cost the metrics count), a live
-// step fragment (priced into its turn's totals; counted unless Replayed),
-// or a late close.
-func (m *Metrics) Closed(t *Turn, now time.Time) {
+// Closed aggregates what the engine closed: a turn, a live step fragment
+// (counted unless Replayed), or a late close. The engine priced it before.
+func (m *Metrics) Closed(t *turnengine.Turn, now time.Time) {
 	switch {
 	case t.Late != nil:
 		m.recordLateClose(t, now)
@@ -162,8 +162,13 @@ func (m *Metrics) Closed(t *Turn, now time.Time) {
 	}
 }
 
+// DefaultMaxAttributeValues is the default cap on the distinct values of
+// a capped dimension (model, provider, tool, event type, agent).
+const DefaultMaxAttributeValues = 100
+
 // NewMetrics returns empty metrics capping each dimension at maxValues
-// distinct values (the default when 0), pricing with the built-in table.
+// distinct values (DefaultMaxAttributeValues when 0); past the cap a
+// value is reported as OtherValue.
 func NewMetrics(maxValues int) *Metrics {
 	m := newMetrics()
 	m.SetMaxValues(maxValues)
@@ -171,9 +176,9 @@ func NewMetrics(maxValues int) *Metrics {
 }
 
 func newMetrics() *Metrics {
-	m := &Metrics{maxValues: 100, admitted: map[string]map[string]struct{}{},
+	m := &Metrics{maxValues: DefaultMaxAttributeValues, admitted: map[string]map[string]struct{}{},
 		series: map[string]map[string]*point{}, defs: map[string]*metricDef{},
-		eventPoints: map[string]*point{}, prices: defaultPrices}
+		eventPoints: map[string]*point{}}
 	for i, d := range metricDefs {
 		m.series[d.name] = map[string]*point{}
 		m.defs[d.name] = &metricDefs[i]
@@ -188,13 +193,6 @@ func (m *Metrics) SetMaxValues(n int) {
 		clear(m.eventPoints)
 	}
 }
-
-// defaultPrices are the built-in prices, shared by every engine.
-var defaultPrices = pricing.Default()
-
-// SetPrices replaces the price table (the built-in DeepSeek prices by
-// default); nil prices nothing.
-func (m *Metrics) SetPrices(t *pricing.Table) { m.prices = t }
 
 // capped admits a value of a capped dimension, or returns OtherValue.
 func (m *Metrics) capped(dim, value string) string {
@@ -279,16 +277,9 @@ func (m *Metrics) recordViolation(code string, now time.Time) {
 	m.add(MetricSessionViolations, 1, attrs(kv{"dsh.violation", code}), now)
 }
 
-func seconds(ms int64) float64 { return float64(ms) / 1000 }
-
-func msToNanos(ms int64) int64 { return ms * int64(time.Millisecond) }
-
 // recordTurn aggregates a closed turn: its outcome, its model calls and its
-// tool calls. It prices the turn first (Attempt.Cost, Turn.Cost), so that
-// the spans rendered from it afterwards carry the cost the metrics count.
-// The steps of it emitted live were priced and counted then (live.go).
-func (m *Metrics) recordTurn(t *Turn, now time.Time) {
-	priceSteps(m.prices, t, t.Steps)
+// tool calls. The steps of it emitted live were counted then (live.go).
+func (m *Metrics) recordTurn(t *turnengine.Turn, now time.Time) {
 	reason := reasonKind(t)
 	errType := ""
 	if t.Reason.Failure != nil {
@@ -311,7 +302,7 @@ func (m *Metrics) recordTurn(t *Turn, now time.Time) {
 	op := kv{"gen_ai.operation.name", "invoke_agent"}
 	m.observe(MetricAgentDuration, seconds(t.EndTime-t.StartTime), ex, attrs(op, agent, kv{"error.type", agentErr}), now)
 	// The steps emitted live were counted when they went out.
-	inferences, tools := t.liveInferences, t.liveTools
+	inferences, tools := t.LiveModelCalls, t.LiveToolCalls
 	for _, st := range t.Steps {
 		inferences += len(st.Attempts)
 		tools += len(st.Tools)
@@ -332,57 +323,31 @@ func turnFailed(reason string) bool {
 	return reason == "error" || reason == "interrupted" || reason == "dangling"
 }
 
-// priceSteps sets the cost of every model call of steps (of turn t) that
-// reported usage and whose provider and model prices knows, at the turn's
-// start time, and adds them to the turn's total.
-func priceSteps(prices *pricing.Table, t *Turn, steps []*Step) {
-	at := time.UnixMilli(t.StartTime).UTC()
-	for _, st := range steps {
+// recordFragment aggregates the model and tool calls of a live step
+// fragment, unless it is Replayed (counted when it first went out).
+func (m *Metrics) recordFragment(f *turnengine.Turn, now time.Time) {
+	if f.Replayed {
+		return
+	}
+	trace := TraceID(f.SessionID, f.Number)
+	for _, st := range f.Steps {
 		for _, a := range st.Attempts {
-			a.Cost, a.Priced = pricing.Cost{}, false
-			if a.Usage == nil {
-				continue
-			}
-			p, ok := prices.Lookup(a.Provider, a.Model, at)
-			if !ok {
-				t.UnpricedCalls++
-				continue
-			}
-			a.Cost = p.Of(pricing.Usage{Input: a.Usage.InputTokens, CacheRead: a.Usage.CacheReadTokens,
-				CacheWrite: a.Usage.CacheWriteTokens, Output: a.Usage.OutputTokens})
-			a.Priced = true
-			t.Cost = t.Cost.Add(a.Cost)
-			t.PricedCalls++
+			m.recordAttempt(f, st, a, trace, now)
+		}
+		for _, tc := range st.Tools {
+			m.recordTool(f, st, tc, trace, now)
 		}
 	}
 }
 
-// finishReason is a model call's finish reason for
-// gen_ai.response.finish_reasons, in the conventions' values: dsh's stop,
-// tool-calls and max-tokens are stop, tool_call and length; an error or
-// aborted stream, and a generation that ended with no finish and no
-// committed message (cut off), ended abnormally: error. Other kinds pass
-// as dsh names them; a committed message without a finish has none.
-func finishReason(a *Attempt) string {
-	switch a.FinishKind {
-	case "":
-		if !a.Committed {
-			return "error"
-		}
-		return ""
-	case "stop":
-		return "stop"
-	case "tool-calls":
-		return "tool_call"
-	case "max-tokens":
-		return "length"
-	case "error", "aborted":
-		return "error"
-	}
-	return a.FinishKind
+// recordLateClose counts a late close (dsh.turns.closed_late) by its real
+// end reason and how the turn had dangled.
+func (m *Metrics) recordLateClose(t *turnengine.Turn, now time.Time) {
+	m.add(MetricTurnsClosedLate, 1, attrs(kv{"dsh.turn.end_reason", reasonKind(t)}, kv{"dsh.dangling.cause", t.Late.DanglingCause},
+		kv{"gen_ai.agent.name", m.capped("agent", t.Agent)}), now)
 }
 
-func (m *Metrics) recordAttempt(t *Turn, st *Step, a *Attempt, trace pcommon.TraceID, now time.Time) {
+func (m *Metrics) recordAttempt(t *turnengine.Turn, st *turnengine.Step, a *turnengine.Attempt, trace pcommon.TraceID, now time.Time) {
 	provider := kv{"gen_ai.provider.name", m.capped("provider", ProviderName(a.Provider))}
 	model := kv{"gen_ai.request.model", m.capped("model", a.Model)}
 	op := kv{"gen_ai.operation.name", "chat"}
@@ -420,7 +385,7 @@ func (m *Metrics) recordAttempt(t *Turn, st *Step, a *Attempt, trace pcommon.Tra
 	}
 }
 
-func (m *Metrics) recordTool(t *Turn, st *Step, tc *ToolCall, trace pcommon.TraceID, now time.Time) {
+func (m *Metrics) recordTool(t *turnengine.Turn, st *turnengine.Step, tc *turnengine.ToolCall, trace pcommon.TraceID, now time.Time) {
 	name := kv{"gen_ai.tool.name", m.capped("tool", tc.Name)}
 	m.add(MetricToolCalls, 1, attrs(name, kv{"dsh.tool.outcome", tc.Outcome}), now)
 	if tc.Outcome != "unknown" {
@@ -432,27 +397,6 @@ func (m *Metrics) recordTool(t *Turn, st *Step, tc *ToolCall, trace pcommon.Trac
 		m.observe(MetricToolDuration, seconds(tc.EndTime-tc.StartTime), ex,
 			attrs(kv{"gen_ai.operation.name", "execute_tool"}, name, kv{"gen_ai.tool.type", "function"}, kv{"error.type", errType}), now)
 	}
-}
-
-// toolErrorType is a failed tool call's error.type: its error code, else
-// tool_error.
-func toolErrorType(tc *ToolCall) string {
-	if tc.ErrorCode != "" {
-		return tc.ErrorCode
-	}
-	return "tool_error"
-}
-
-// reasonKind is the turn's end reason for attributes: the TurnEndReason
-// kind, "dangling", or "unknown" for a turn/end without one.
-func reasonKind(t *Turn) string {
-	if t.Dangling() {
-		return "dangling"
-	}
-	if t.Reason.Kind == "" {
-		return "unknown"
-	}
-	return t.Reason.Kind
 }
 
 // AppendTo writes every series, cumulative, into sm at time now, with the
@@ -532,21 +476,6 @@ func (m *Metrics) AppendTo(sm pmetric.ScopeMetrics, now time.Time, openTurns int
 	dp := g.SetEmptyGauge().DataPoints().AppendEmpty()
 	dp.SetTimestamp(ts)
 	dp.SetIntValue(int64(openTurns))
-}
-
-func putAttrs(m pcommon.Map, attrs []Attr) {
-	for _, a := range attrs {
-		switch v := a.Value.(type) {
-		case string:
-			if v != "" { // an empty value is no attribute (error.type on success)
-				m.PutStr(a.Key, v)
-			}
-		case int64:
-			m.PutInt(a.Key, v)
-		case bool:
-			m.PutBool(a.Key, v)
-		}
-	}
 }
 
 func putKVs(m pcommon.Map, a attrSet) {

@@ -1,4 +1,4 @@
-package turnengine
+package turnrender
 
 import (
 	"strconv"

@@ -1,0 +1,113 @@
+package testlog
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/dshtrace/dshtrace/sessionlog"
+)
+
+// Synth writes a v4 session of turns turns, each with steps steps and
+// one tool call per step, the last turn left open when open is true.
+func Synth(session string, turns, steps int, open bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"type":"session","version":4,"id":%q,"createdAt":1,"isSeeded":false,"delegationDepth":0}`+"\n", session)
+	seq, tm := 0, int64(1_800_000_000_000)
+	ev := func(typ, data string, extra string) {
+		fmt.Fprintf(&b, `{"type":%q,"seq":%d,"time":%d,"data":%s%s}`+"\n", typ, seq, tm, data, extra)
+		seq++
+		tm += 10
+	}
+	for tn := 1; tn <= turns; tn++ {
+		ev("turn/start", fmt.Sprintf(`{"turn":%d}`, tn), "")
+		for st := 1; st <= steps; st++ {
+			ev("step/start", fmt.Sprintf(`{"turn":%d,"step":%d}`, tn, st), "")
+			call := fmt.Sprintf("c%d_%d", tn, st)
+			ev("assistant/message", fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"m%d","role":"assistant","content":[{"type":"tool-call","id":%q,"name":"bash","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"}},"usage":{"inputTokens":10,"outputTokens":2},"stream":[]}`, tn, st, seq, call), `,"surfaceOp":"append"`)
+			ev("tool/call", fmt.Sprintf(`{"turn":%d,"step":%d,"callId":%q,"name":"bash","arguments":"{}"}`, tn, st, call), "")
+			ev("tool/result", fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"r%d","role":"tool","toolCallId":%q,"content":[{"type":"text","text":"ok"}],"source":{"kind":"tool","callId":%q}}}`, tn, st, seq, call, call), fmt.Sprintf(`,"sourceEventSeqs":[%d],"surfaceOp":"append"`, seq-1))
+			ev("step/end", fmt.Sprintf(`{"turn":%d,"step":%d}`, tn, st), "")
+		}
+		if tn < turns || !open {
+			ev("turn/end", fmt.Sprintf(`{"turn":%d,"reason":{"kind":"completed"}}`, tn), "")
+		}
+	}
+	return b.String()
+}
+
+// Source synthesizes a v4 session's events one at a time, as decoded
+// rows, so a test can feed millions without holding them.
+type Source struct {
+	dec     *sessionlog.RowDecoder
+	session string
+	seq     int64
+	turn    int64
+	step    int64
+	phase   int
+	steps   int64 // steps per turn
+	done    int64 // steps of the current turn ended so far
+}
+
+// FinishedSteps is how many steps of the current turn have ended.
+func (s *Source) FinishedSteps() int64 { return s.done }
+
+// NewSource returns the source of an endless v4 session named session,
+// its header decoded already, each turn of stepsPerTurn steps.
+func NewSource(session string, stepsPerTurn int64) *Source {
+	s := &Source{dec: sessionlog.NewRowDecoder(0, 0), session: session, steps: stepsPerTurn}
+	hdr := fmt.Sprintf(`{"type":"session","version":4,"id":%q,"createdAt":1,"isSeeded":false,"delegationDepth":0}`, session)
+	if _, err := s.dec.Decode([]byte(hdr), 1); err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// Next returns the next event of an endless sequence of turns, each with
+// s.steps steps of one model call and one tool call.
+func (s *Source) Next() *sessionlog.Event {
+	var line string
+	t := 1_800_000_000_000 + s.seq*5
+	switch s.phase {
+	case 0:
+		s.turn++
+		s.step, s.done = 0, 0
+		line = fmt.Sprintf(`{"type":"turn/start","seq":%d,"time":%d,"data":{"turn":%d}}`, s.seq, t, s.turn)
+	case 1:
+		s.step++
+		line = fmt.Sprintf(`{"type":"step/start","seq":%d,"time":%d,"data":{"turn":%d,"step":%d}}`, s.seq, t, s.turn, s.step)
+	case 2:
+		line = fmt.Sprintf(`{"type":"assistant/message","seq":%d,"time":%d,"data":{"turn":%d,"step":%d,"message":{"id":"m%d","role":"assistant","content":[{"type":"tool-call","id":"c%d","name":"bash","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"}},"usage":{"inputTokens":100,"outputTokens":20},"stream":[{"type":"chunk","time":%d,"chunk":{"type":"finish","reason":{"kind":"tool-calls"}}}]},"surfaceOp":"append"}`, s.seq, t, s.turn, s.step, s.seq, s.seq, t)
+	case 3:
+		line = fmt.Sprintf(`{"type":"tool/call","seq":%d,"time":%d,"data":{"turn":%d,"step":%d,"callId":"c%d","name":"bash","arguments":"{}"}}`, s.seq, t, s.turn, s.step, s.seq-1)
+	case 4:
+		line = fmt.Sprintf(`{"type":"tool/result","seq":%d,"time":%d,"data":{"turn":%d,"step":%d,"message":{"id":"r%d","role":"tool","toolCallId":"c%d","content":[{"type":"text","text":"ok"}],"source":{"kind":"tool","callId":"c%d"}}},"sourceEventSeqs":[%d],"surfaceOp":"append"}`, s.seq, t, s.turn, s.step, s.seq, s.seq-2, s.seq-2, s.seq-1)
+	case 5:
+		line = fmt.Sprintf(`{"type":"step/end","seq":%d,"time":%d,"data":{"turn":%d,"step":%d}}`, s.seq, t, s.turn, s.step)
+		s.done++
+	case 6:
+		line = fmt.Sprintf(`{"type":"turn/end","seq":%d,"time":%d,"data":{"turn":%d,"reason":{"kind":"completed"}}}`, s.seq, t, s.turn)
+	}
+	switch {
+	case s.phase == 5 && s.step < s.steps:
+		s.phase = 1
+	case s.phase == 6:
+		s.phase = 0
+	default:
+		s.phase++
+	}
+	row, err := s.dec.Decode([]byte(line), int(s.seq)+2)
+	if err != nil || len(row.Events) != 1 {
+		panic(fmt.Sprintf("synthetic row %d: %v %v", s.seq, err, row.Problems))
+	}
+	s.seq++
+	return &row.Events[0]
+}
+
+// Format is the format of the source's rows.
+func (s *Source) Format() sessionlog.Format { return s.dec.Format() }
+
+// Header is the source's session header.
+func (s *Source) Header() *sessionlog.Header { return s.dec.Header() }
+
+// Session is the source's session id.
+func (s *Source) Session() string { return s.session }
