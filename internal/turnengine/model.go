@@ -18,6 +18,10 @@ type Turn struct {
 	SessionID string
 	Number    int64
 	Agent     string
+	// Nested: the session is a subagent child (its header's
+	// delegationDepth ≥ 1), so the turn is an agent invocation made by
+	// another agent's.
+	Nested bool
 	// StartTime and EndTime are event times in Unix milliseconds, clamped
 	// so that EndTime ≥ StartTime.
 	StartTime, EndTime int64

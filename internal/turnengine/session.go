@@ -266,6 +266,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 func (s *session) turnStart(ev *sessionlog.Event, now time.Time) {
 	t := &Turn{
 		SessionID: s.id, Number: ev.Turn, Agent: s.agent(),
+		Nested:    s.header != nil && s.header.DelegationDepth >= 1,
 		StartTime: ev.Time, StartSeq: ev.Seq, EndSeq: -1,
 	}
 	s.turn = &openTurn{t: t, lastTime: ev.Time, subs: map[string]*ToolCall{}, callsBySeq: map[int64]*ToolCall{}}

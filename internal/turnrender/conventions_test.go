@@ -3,6 +3,7 @@ package turnrender
 import (
 	"encoding/json"
 	"math"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -260,6 +261,47 @@ func TestMissingUsageIsAbsent(t *testing.T) {
 	for _, name := range []string{MetricUsageTokens, MetricUsageCost} {
 		if n := len(m.series[name]); n != 0 {
 			t.Errorf("%s has %d series without any usage reported", name, n)
+		}
+	}
+}
+
+// gen_ai.invocation.is_nested on a turn's root: true for a subagent child
+// (its header's delegationDepth ≥ 1), false for a top-level session and
+// for one read without its header.
+func TestInvocationIsNested(t *testing.T) {
+	root, err := testcorpus.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := filepath.Join(root, "testdata", "dialects", "v1-header.jsonl") // delegationDepth 1
+	b, err := os.ReadFile(child)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.SplitN(string(b), "\n", 2)
+	top := strings.Replace(lines[0], `"delegationDepth":1`, `"delegationDepth":0`, 1)
+	if top == lines[0] {
+		t.Fatal("the child log's header no longer says delegationDepth 1")
+	}
+	for _, c := range []struct {
+		name, log string
+		want      bool
+	}{
+		{"subagent child", string(b), true},
+		{"top-level", top + "\n" + lines[1], false},
+		{"no header", lines[1], false},
+	} {
+		_, _, td := run(turnengine.Config{}, loadInputs(t, strings.NewReader(c.log), "s"))
+		var n int
+		for _, sp := range spansByName(td)["invoke_agent"] { // the turns' roots
+			v, ok := sp.Attributes().Get("gen_ai.invocation.is_nested")
+			if !ok || v.Bool() != c.want {
+				t.Errorf("%s: %s: is_nested %v (set %v), want %v", c.name, sp.Name(), v.AsRaw(), ok, c.want)
+			}
+			n++
+		}
+		if n == 0 {
+			t.Fatalf("%s: no turn span", c.name)
 		}
 	}
 }

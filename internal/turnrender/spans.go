@@ -94,9 +94,10 @@ func appendTurn(spans ptrace.SpanSlice, t *turnengine.Turn) {
 	sp.SetStartTimestamp(ts(t.StartTime))
 	sp.SetEndTimestamp(ts(t.EndTime))
 	a := sp.Attributes()
-	a.EnsureCapacity(18) // the attributes below, allocated once
+	a.EnsureCapacity(19) // the attributes below, allocated once
 	a.PutStr("gen_ai.operation.name", "invoke_agent")
 	a.PutStr("gen_ai.agent.name", t.Agent)
+	a.PutBool("gen_ai.invocation.is_nested", t.Nested)
 	a.PutStr("gen_ai.conversation.id", t.SessionID)
 	a.PutStr("session.id", t.SessionID)
 	a.PutInt("dsh.turn", t.Number)
