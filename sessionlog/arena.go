@@ -18,11 +18,13 @@ import (
 // The row bytes are not the arena's: they stay the caller's. The zero Arena
 // is ready to use; it is not safe for concurrent use.
 type Arena struct {
-	rows    slab[Row]
-	events  slab[Event]
-	details slab[Detail]
-	chunks  slab[Chunk]
-	usages  slab[Usage]
+	rows     slab[Row]
+	events   slab[Event]
+	details  slab[Detail]
+	chunks   slab[Chunk]
+	usages   slab[Usage]
+	finishes slab[Finish]
+	seqs     slab[int64]
 }
 
 // Reset frees everything handed out since the last Reset.
@@ -33,12 +35,16 @@ func (a *Arena) Reset() {
 		a.details.fill(*freedDetail)
 		a.chunks.fill(Chunk{Type: freed, Index: -freedNumber, DeltaBytes: -1})
 		a.usages.fill(Usage{InputTokens: -freedNumber, OutputTokens: -freedNumber, TotalTokens: -freedNumber})
+		a.finishes.fill(Finish{Kind: freed})
+		a.seqs.fill(-freedNumber)
 	}
 	a.rows.reset(!poisoned())
 	a.events.reset(!poisoned())
 	a.details.reset(!poisoned())
 	a.chunks.reset(!poisoned())
 	a.usages.reset(!poisoned())
+	a.finishes.reset(!poisoned())
+	a.seqs.reset(!poisoned())
 }
 
 // With DSH_ARENA_POISON=1 in the environment (tests set it), Reset first
@@ -64,12 +70,14 @@ var freedDetail = &Detail{CallID: freed, ToolName: freed, Provider: freed, Model
 	Reason: Reason{Kind: freed}, Usage: &Usage{InputTokens: -freedNumber}}
 
 // A slab's first block holds arenaFirst values, each next one twice the
-// one before, up to arenaBlock: an arena that serves one row at a time
-// stays small. A request for more than arenaBlock gets an allocation of its
-// own, not kept.
+// one before, up to arenaBlock, or as many as one request needs: an arena
+// that serves one row at a time stays small, and one that served a long
+// packed row keeps its block for the next. A request for more than
+// arenaKeep values gets an allocation of its own, not kept.
 const (
 	arenaFirst = 8
 	arenaBlock = 512
+	arenaKeep  = 1 << 16
 )
 
 // slab hands out zeroed runs of T from blocks it reuses after reset.
@@ -79,7 +87,7 @@ type slab[T any] struct {
 }
 
 func (s *slab[T]) take(n int) []T {
-	if n > arenaBlock {
+	if n > arenaKeep {
 		return make([]T, n)
 	}
 	for {
@@ -88,10 +96,7 @@ func (s *slab[T]) take(n int) []T {
 			if k := len(s.blocks); k > 0 {
 				size = min(2*len(s.blocks[k-1]), arenaBlock)
 			}
-			for size < n {
-				size *= 2
-			}
-			s.blocks = append(s.blocks, make([]T, min(size, arenaBlock)))
+			s.blocks = append(s.blocks, make([]T, max(size, n)))
 		}
 		if blk := s.blocks[s.b]; s.i+n <= len(blk) {
 			out := blk[s.i : s.i+n : s.i+n]

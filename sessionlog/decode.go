@@ -602,7 +602,7 @@ func (d *RowDecoder) decodeEnvelope(r *Row, e *Event, v jv, m *record) {
 		d.decodeSurfaceOp(r, e, op)
 	}
 	if src := m.sources; src.ok() {
-		decodeSources(r, e, src)
+		d.decodeSources(r, e, src)
 	}
 	if data.ok() && data.Type() == tObject {
 		d.decodeData(r, e, data)
@@ -672,7 +672,7 @@ func sourcesLen(src jv, seq int64) int {
 
 // decodeSources expands sourceEventSeqs (docs/format.md §5.2) and checks the rules that
 // need nothing but the event itself.
-func decodeSources(r *Row, e *Event, src jv) {
+func (d *RowDecoder) decodeSources(r *Row, e *Event, src jv) {
 	e.HasSources = true
 	if src.Type() != tArray {
 		r.problem(e.Seq, CodeSourcesInvalid, "sourceEventSeqs must be an array")
@@ -683,7 +683,12 @@ func decodeSources(r *Row, e *Event, src jv) {
 		problem = fmt.Sprintf(format, args...)
 		return false
 	}
-	out := make([]int64, 0, sourcesLen(src, e.Seq))
+	var out []int64
+	if n := sourcesLen(src, e.Seq); d.arena != nil {
+		out = d.arena.seqs.take(n)[:0]
+	} else {
+		out = make([]int64, 0, n)
+	}
 	src.each(func(el jv) bool {
 		switch el.Type() {
 		case tNumber:
@@ -992,9 +997,13 @@ func decodeReason(v jv) Reason {
 	return r
 }
 
-func decodeFinish(c jv) *Finish {
+func (d *RowDecoder) decodeFinish(c jv) *Finish {
 	reason := c.Get("reason")
-	f := &Finish{Kind: string(reason.GetStringBytes("kind"))}
+	f := new(Finish)
+	if d.arena != nil {
+		f = d.arena.finishes.one()
+	}
+	f.Kind = string(reason.GetStringBytes("kind"))
 	f.Failure = decodeFailure(reason.Get("failure"))
 	return f
 }
@@ -1022,7 +1031,7 @@ func (d *RowDecoder) decodeChunk(ch *Chunk, c jv) {
 	case "usage":
 		ch.Usage = d.decodeUsage(c.Get("usage"))
 	case "finish":
-		ch.Finish = decodeFinish(c)
+		ch.Finish = d.decodeFinish(c)
 	}
 }
 
@@ -1076,7 +1085,7 @@ func (d *RowDecoder) decodeStream(s jv) *Stream {
 			case "usage":
 				st.Usage = d.decodeUsage(c.Get("usage"))
 			case "finish":
-				st.Finish = decodeFinish(c)
+				st.Finish = d.decodeFinish(c)
 			case "text-delta", "reasoning-delta":
 				if !st.HasDelta && c.Get("text").strLen() > 0 {
 					st.FirstDeltaTime, st.HasDelta = t, true

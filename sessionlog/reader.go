@@ -274,9 +274,17 @@ func blank(b []byte) bool {
 }
 
 // readLine returns the next line without its newline, as a fresh slice the
-// caller owns. A line over the limit is consumed and dropped (tooLong).
+// caller owns (with ReuseRows, the stream's line buffer). A line over the limit is consumed and dropped (tooLong).
 func (d *Decoder) readLine() (line []byte, tooLong bool, err error) {
 	var acc []byte
+	if d.reuse != nil {
+		acc = d.reuse.line[:0] // a line longer than the read buffer
+		defer func() {
+			if cap(acc) > cap(d.reuse.line) {
+				d.reuse.line = acc[:0]
+			}
+		}()
+	}
 	d.consumed = 0
 	for {
 		frag, err := d.br.ReadSlice('\n')
@@ -286,7 +294,7 @@ func (d *Decoder) readLine() (line []byte, tooLong bool, err error) {
 			acc = nil
 		}
 		if !tooLong {
-			if acc == nil && err == nil {
+			if len(acc) == 0 && err == nil {
 				// The common case: the whole line in one fragment.
 				var out []byte
 				if d.reuse != nil {

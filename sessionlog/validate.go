@@ -434,18 +434,16 @@ func (v *Validator) toolResult(e *Event, f Format, out []Violation) []Violation 
 
 // surfaceOp folds a surface event into the surface (docs/format.md §8.2) and checks it.
 func (v *Validator) surfaceOp(e *Event, out []Violation) []Violation {
-	add := func(code, format string, args ...any) {
-		out = append(out, Violation{Line: e.Row.Line, Seq: e.Seq, Code: code, Message: fmt.Sprintf(format, args...)})
-	}
 	switch e.Surface.Kind {
 	case SurfaceNone:
-		add(CodeSurfaceOpMissing, "%s is a surface event and must carry surfaceOp", e.Type)
+		out = append(out, Violation{Line: e.Row.Line, Seq: e.Seq, Code: CodeSurfaceOpMissing,
+			Message: fmt.Sprintf("%s is a surface event and must carry surfaceOp", e.Type)})
 	case SurfaceAppend:
 		v.surface = append(v.surface, e.Seq)
 	case SurfaceReplace:
 		next, code, msg := ApplyReplace(v.surface, e)
 		if code != "" {
-			add(code, "%s", msg)
+			out = append(out, Violation{Line: e.Row.Line, Seq: e.Seq, Code: code, Message: msg})
 		}
 		v.surface = next
 	}
