@@ -29,7 +29,8 @@ type Arena struct {
 
 // Reset frees everything handed out since the last Reset.
 func (a *Arena) Reset() {
-	if poisoned() { // overwritten, not cleared: take clears what it hands out
+	p := poisoned()
+	if p { // overwritten, not cleared: take clears what it hands out
 		a.rows.fill(Row{Kind: RowInvalid, Line: -1, SessionID: freed})
 		a.events.fill(Event{Type: freed, Seq: -freedNumber, Time: -freedNumber, Turn: -freedNumber, Step: -freedNumber, Detail: freedDetail})
 		a.details.fill(*freedDetail)
@@ -38,13 +39,13 @@ func (a *Arena) Reset() {
 		a.finishes.fill(Finish{Kind: freed})
 		a.seqs.fill(-freedNumber)
 	}
-	a.rows.reset(!poisoned())
-	a.events.reset(!poisoned())
-	a.details.reset(!poisoned())
-	a.chunks.reset(!poisoned())
-	a.usages.reset(!poisoned())
-	a.finishes.reset(!poisoned())
-	a.seqs.reset(!poisoned())
+	a.rows.reset(!p)
+	a.events.reset(!p)
+	a.details.reset(!p)
+	a.chunks.reset(!p)
+	a.usages.reset(!p)
+	a.finishes.reset(!p)
+	a.seqs.reset(!p)
 }
 
 // With DSH_ARENA_POISON=1 in the environment (tests set it), Reset first
@@ -83,7 +84,8 @@ const (
 // slab hands out zeroed runs of T from blocks it reuses after reset.
 type slab[T any] struct {
 	blocks [][]T
-	b, i   int // the block in use and the next free index in it
+	used   []int // per block, how much of it was handed out since reset
+	b, i   int   // the block in use and the next free index in it
 }
 
 func (s *slab[T]) take(n int) []T {
@@ -97,6 +99,7 @@ func (s *slab[T]) take(n int) []T {
 				size = min(2*len(s.blocks[k-1]), arenaBlock)
 			}
 			s.blocks = append(s.blocks, make([]T, max(size, n)))
+			s.used = append(s.used, 0)
 		}
 		if blk := s.blocks[s.b]; s.i+n <= len(blk) {
 			out := blk[s.i : s.i+n : s.i+n]
@@ -104,6 +107,7 @@ func (s *slab[T]) take(n int) []T {
 				clear(out)
 			}
 			s.i += n
+			s.used[s.b] = s.i
 			return out
 		}
 		s.b, s.i = s.b+1, 0
@@ -114,11 +118,8 @@ func (s *slab[T]) one() *T { return &s.take(1)[0] }
 
 // fill overwrites what was handed out with v.
 func (s *slab[T]) fill(v T) {
-	for k := 0; k <= s.b && k < len(s.blocks); k++ {
-		blk := s.blocks[k]
-		if k == s.b {
-			blk = blk[:s.i]
-		}
+	for k, n := range s.used {
+		blk := s.blocks[k][:n]
 		for x := range blk {
 			blk[x] = v
 		}
@@ -128,11 +129,12 @@ func (s *slab[T]) fill(v T) {
 // reset makes the blocks free again; with zero, it also zeroes what was
 // handed out, so that the old values hold no memory alive.
 func (s *slab[T]) reset(zero bool) {
-	for k := 0; zero && k <= s.b && k < len(s.blocks); k++ {
-		if k < s.b {
-			clear(s.blocks[k])
-		} else {
-			clear(s.blocks[k][:s.i])
+	for k, n := range s.used {
+		if n > 0 {
+			if zero {
+				clear(s.blocks[k][:n])
+			}
+			s.used[k] = 0
 		}
 	}
 	s.b, s.i = 0, 0
