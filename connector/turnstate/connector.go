@@ -267,6 +267,12 @@ func (c *core) sweep(ctx context.Context) {
 // closed by the restore wait for the first pass after it.
 func (c *core) start(ctx context.Context, host component.Host) error {
 	c.startOnce.Do(func() {
+		// The hand-over counters exist from the start, at zero, in every
+		// deployment: an alert on their increase then has a series to
+		// evaluate before the first failure (deploy/rules.yaml).
+		c.tel.RestoreFailures.Add(ctx, 0)
+		c.tel.SessionsRestored.Add(ctx, 0)
+		c.tel.TurnsHandedOver.Add(ctx, 0)
 		if id := c.cfg.Storage; id != nil {
 			j, err := openJournal(ctx, host, *id, c.self)
 			if err != nil {
