@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"math/big"
 	"os"
@@ -251,9 +252,22 @@ func FuzzRowDecoder(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte, state uint8) {
 		d, line, maxRowBytes, maxDepth := fuzzRowDecoder(state)
 		in := bytes.Clone(b)
+		// The same row decoded from an arena, reset once before (with
+		// what another row left in it), decodes alike.
+		var arena Arena
+		prime := NewRowDecoder(0, 0)
+		prime.SetArena(&arena)
+		_, _ = prime.Decode([]byte(fuzzSeedRows[int(state)%len(fuzzSeedRows)]), 1)
+		arena.Reset()
+		ad, _, _, _ := fuzzRowDecoder(state)
+		ad.SetArena(&arena)
+		arow, aerr := ad.Decode(bytes.Clone(b), line)
 		row, err := d.Decode(b, line)
 		if row == nil {
 			t.Fatalf("Decode returned no row (err %v)", err)
+		}
+		if fmt.Sprint(err) != fmt.Sprint(aerr) || !reflect.DeepEqual(row, arow) {
+			t.Fatalf("from an arena: %+v, %v; without: %+v, %v", arow, aerr, row, err)
 		}
 		if err != nil {
 			var uv *UnsupportedVersionError
@@ -466,6 +480,14 @@ func FuzzDecoder(f *testing.F) {
 			t.Fatalf("NewDecoder: %v", err)
 		}
 		defer dec.Close()
+		// The same stream read with ReuseRows, in step: every row the same.
+		ropts := opts
+		ropts.ReuseRows = true
+		rdec, err := NewDecoder(open(), ropts)
+		if err != nil {
+			t.Fatalf("NewDecoder(ReuseRows): %v", err)
+		}
+		defer rdec.Close()
 		want := fuzzExpectRows(plain, maxRow, opts.DecodeUnterminated)
 		v := NewValidator()
 		var rows, events int
@@ -474,6 +496,10 @@ func FuzzDecoder(f *testing.F) {
 		var readErr error
 		for {
 			row, err := dec.Next()
+			rrow, rerr := rdec.Next()
+			if fmt.Sprint(err) != fmt.Sprint(rerr) || !reflect.DeepEqual(row, rrow) {
+				t.Fatalf("with ReuseRows: %+v, %v; without: %+v, %v", rrow, rerr, row, err)
+			}
 			if err == io.EOF {
 				if row != nil {
 					t.Fatalf("a row returned with io.EOF")

@@ -158,7 +158,6 @@ func newReader(r io.Reader) (*bufio.Reader, bool) {
 // buffers stay with the zstd decoder, which reads from one of them.
 func (d *Decoder) finish() {
 	d.done = true
-	d.giveBack()
 	if d.rows.tape != nil {
 		putTape(d.rows.tape)
 		d.rows.tape = nil
@@ -213,6 +212,14 @@ func (d *Decoder) Next() (*Row, error) {
 	if d.reuse != nil {
 		d.reuse.arena.Reset() // the row returned before is done with
 	}
+	row, err := d.next()
+	if row == nil && d.done {
+		d.giveBack() // the end, and no row to keep valid
+	}
+	return row, err
+}
+
+func (d *Decoder) next() (*Row, error) {
 	for {
 		if d.done {
 			return nil, io.EOF
