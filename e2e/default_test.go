@@ -80,6 +80,9 @@ func TestDefaultConfig(t *testing.T) {
 
 	p := start(t, dir, "otelcol-dsh-default", bin, env)
 	poll(t, "metrics endpoint", 30*time.Second, httpOK(defaultMetrics), p)
+	// The exporters start before the receivers: the metrics endpoint can
+	// answer while the ingest endpoint does not listen yet.
+	poll(t, "ingest endpoint", 30*time.Second, httpAnswers(defaultIngest+"/v1/sessions/e2e-default/events"), p)
 	res := post(t, defaultIngest+"/v1/sessions/e2e-default/events", viaPost, posted)
 	if res.code != http.StatusAccepted || res.Accepted == 0 {
 		t.Fatalf("POST to the built-in endpoint: HTTP %d %s", res.code, res.raw)
@@ -121,6 +124,7 @@ func TestDefaultConfig(t *testing.T) {
 	}, p2)
 	// Re-posting the same session after the restart is acknowledged as
 	// duplicates (the HTTP dedup state lives in the same storage).
+	poll(t, "ingest endpoint after the restart", 30*time.Second, httpAnswers(defaultIngest+"/v1/sessions/e2e-default/events"), p2)
 	res = post(t, defaultIngest+"/v1/sessions/e2e-default/events", viaPost, posted)
 	if res.code != http.StatusAccepted || res.Accepted != 0 || res.Duplicates == 0 {
 		t.Errorf("re-post after restart: HTTP %d %s; want all duplicates", res.code, res.raw)

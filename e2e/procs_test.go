@@ -167,6 +167,15 @@ func httpOK(url string) func() error {
 	}
 }
 
+// httpAnswers is a poll check: something answers HTTP at url, whatever the
+// status (a listener that is up).
+func httpAnswers(url string) func() error {
+	return func() error {
+		_, _, err := get(context.Background(), url)
+		return err
+	}
+}
+
 // lookPath resolves the binary named by an environment variable.
 func lookPath(t *testing.T, env, hint string) string {
 	t.Helper()
