@@ -103,7 +103,7 @@ func (s *slab[T]) take(n int) []T {
 		}
 		if blk := s.blocks[s.b]; s.i+n <= len(blk) {
 			out := blk[s.i : s.i+n : s.i+n]
-			if poison { // a poisoned reset filled it; otherwise reset zeroed it
+			if poisoned() { // a poisoned reset filled it; otherwise reset zeroed it
 				clear(out)
 			}
 			s.i += n
