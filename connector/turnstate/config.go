@@ -6,7 +6,12 @@ import (
 	"strings"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/config/configtls"
 
 	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
@@ -96,9 +101,39 @@ type ChangelogConfig struct {
 	// Timeout bounds each write and each read up to the topic's end; past
 	// it the batch is refused, and its sender retries it.
 	Timeout time.Duration `mapstructure:"timeout"`
+	// TLS, when set, encrypts the connections to the brokers (the same
+	// settings as the kafka receiver's tls section: ca_file, cert_file,
+	// key_file, insecure_skip_verify, …).
+	TLS *configtls.ClientConfig `mapstructure:"tls"`
+	// Auth, when set, authenticates with SASL.
+	Auth *ChangelogAuth `mapstructure:"auth"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
+}
+
+// ChangelogAuth is the changelog client's SASL authentication.
+type ChangelogAuth struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+	Mechanism string              `mapstructure:"mechanism"`
+	Username  string              `mapstructure:"username"`
+	Password  configopaque.String `mapstructure:"password"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
+// mechanism is the franz-go SASL mechanism of the settings.
+func (a *ChangelogAuth) mechanism() (sasl.Mechanism, error) {
+	switch a.Mechanism {
+	case "PLAIN":
+		return plain.Auth{User: a.Username, Pass: string(a.Password)}.AsMechanism(), nil
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: a.Username, Pass: string(a.Password)}.AsSha256Mechanism(), nil
+	case "SCRAM-SHA-512":
+		return scram.Auth{User: a.Username, Pass: string(a.Password)}.AsSha512Mechanism(), nil
+	}
+	return nil, fmt.Errorf("changelog::auth::mechanism %q: want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", a.Mechanism)
 }
 
 // Changelog defaults, applied to a changelog section's unset fields.
@@ -138,6 +173,19 @@ func (c ChangelogConfig) validate() error {
 	}
 	if strings.Contains(c.Owner, "/") {
 		errs = append(errs, fmt.Errorf("changelog::owner %q must not contain '/'", c.Owner))
+	}
+	if c.Auth != nil {
+		if _, err := c.Auth.mechanism(); err != nil {
+			errs = append(errs, err)
+		}
+		if c.Auth.Username == "" {
+			errs = append(errs, errors.New("changelog::auth::username must not be empty"))
+		}
+	}
+	if c.TLS != nil {
+		if err := c.TLS.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("changelog::tls: %w", err))
+		}
 	}
 	if c.Partitions < -1 || c.ReplicationFactor < -1 || c.MaxRecordBytes < 0 || c.Timeout < 0 {
 		errs = append(errs, errors.New("changelog: partitions, replication_factor, max_record_bytes and timeout must not be negative (-1: the broker's default partitions and replication)"))

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/config/configtls"
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
@@ -41,6 +42,11 @@ func TestLoadConfig(t *testing.T) {
 		{Provider: "acme", Model: "acme-1", Input: f(1), CacheRead: f(0.1), Output: f(4), From: june},
 	}
 
+	secure := createDefaultConfig()
+	secure.Changelog = &ChangelogConfig{Brokers: []string{"kafka-1:9093", "kafka-2:9093"}, Owner: "node-a",
+		TLS:  &configtls.ClientConfig{Config: configtls.Config{CAFile: "/etc/kafka/ca.pem"}},
+		Auth: &ChangelogAuth{Mechanism: "SCRAM-SHA-512", Username: "dsh", Password: "s3cret"}}
+
 	tests := []struct {
 		name    string
 		want    *Config
@@ -62,6 +68,8 @@ func TestLoadConfig(t *testing.T) {
 		{name: "overlapping_prices", wantErr: []string{"prices of acme/acme-1 overlap"}},
 		{name: "incomplete_price", wantErr: []string{"prices[0] (acme/acme-1): input and output prices are required"}},
 		{name: "bad_price_date", unmarshalErr: "prices[0].from"},
+		{name: "changelog_secure", want: secure},
+		{name: "changelog_bad_auth", wantErr: []string{`changelog::auth::mechanism "GSSAPI"`, "changelog::auth::username must not be empty"}},
 	}
 	for _, tt := range tests {
 		t.Run("turn_state/"+tt.name, func(t *testing.T) {

@@ -107,11 +107,26 @@ func openChangelogJournal(ctx context.Context, cfg ChangelogConfig, logger *zap.
 	cfg = cfg.withDefaults()
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	log, err := changelog.Open(ctx, changelog.Config{
+	lc := changelog.Config{
 		Brokers: cfg.Brokers, Topic: cfg.Topic, Owner: cfg.Owner,
 		Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor,
 		MaxRecordBytes: cfg.MaxRecordBytes, Group: sessionGroup, Logger: logger,
-	})
+	}
+	if cfg.TLS != nil {
+		tlsCfg, err := cfg.TLS.LoadTLSConfig(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("changelog::tls: %w", err)
+		}
+		lc.TLS = tlsCfg
+	}
+	if cfg.Auth != nil {
+		m, err := cfg.Auth.mechanism()
+		if err != nil {
+			return nil, err
+		}
+		lc.SASL = m
+	}
+	log, err := changelog.Open(ctx, lc)
 	if err != nil {
 		return nil, err
 	}

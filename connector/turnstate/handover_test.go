@@ -3,6 +3,7 @@ package turnstate
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -12,10 +13,14 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/config/configtls"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
+	"github.com/dshtrace/dshtrace/internal/changelog/changelogtest"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 )
 
@@ -209,4 +214,59 @@ func TestSessionOfKey(t *testing.T) {
 	}
 	_, ok := sessionOfKey("idx/01")
 	assert.False(t, ok)
+}
+
+// Over TLS with SASL (each mechanism), as a managed Kafka wants it: the
+// changelog journals, and a second instance resumes an open turn from it
+// and finishes it with the spans one uninterrupted instance emits.
+func TestChangelogOverTLSAndSASL(t *testing.T) {
+	records, _ := buildRecords(t, filepath.Join(testcorpus.Dir(t), journalFiles[0]), "s")
+	bs := batches(records, 4)
+	require.GreaterOrEqual(t, len(bs), 2)
+	ref := newHarness(t, createDefaultConfig(), nil, nil)
+	ref.start()
+	for _, b := range bs {
+		ref.feed(b)
+	}
+	want := ref.allTraces()
+	ref.shutdown()
+
+	cluster, _, caPEM := changelogtest.SecureCluster(t)
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	require.NoError(t, os.WriteFile(caFile, caPEM, 0o600))
+	for _, mech := range []string{"PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"} {
+		t.Run(mech, func(t *testing.T) {
+			secured := func(owner string) *harness {
+				cfg := createDefaultConfig()
+				cfg.Changelog = &ChangelogConfig{Brokers: cluster.ListenAddrs(), Owner: owner, Topic: "state-" + mech, Partitions: 4,
+					Timeout: 10 * time.Second, TLS: &configtls.ClientConfig{Config: configtls.Config{CAFile: caFile}},
+					Auth: &ChangelogAuth{Mechanism: mech, Username: changelogtest.Users[mech][0], Password: configopaque.String(changelogtest.Users[mech][1])}}
+				require.NoError(t, cfg.Validate())
+				h := newHarness(t, cfg, nil, nil)
+				h.start()
+				return h
+			}
+			a, b := secured("a"), secured("b")
+			k := len(bs) / 2
+			for _, x := range bs[:k] {
+				a.feed(x)
+			}
+			movedTo(b, bs, k, 1)
+			a.feed(plog.NewLogs()) // a pass: A sees B's writes and lets the session go
+			got := ptrace.NewTraces()
+			for _, h := range []*harness{a, b} {
+				td := h.allTraces()
+				td.ResourceSpans().MoveAndAppendTo(got.ResourceSpans())
+			}
+			require.Equal(t, want.SpanCount(), got.SpanCount(), "spans of both instances together")
+			require.Greater(t, b.selfSum(metadata.MetricSessionsRestored), int64(0), "B restored the session over TLS+SASL")
+			a.shutdown()
+			b.shutdown()
+		})
+	}
+	cfg := createDefaultConfig()
+	cfg.Changelog = &ChangelogConfig{Brokers: []string{"k:9092"}, Owner: "a", Auth: &ChangelogAuth{Mechanism: "GSSAPI"}}
+	err := cfg.Validate()
+	assert.ErrorContains(t, err, `changelog::auth::mechanism "GSSAPI": want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512`)
+	assert.ErrorContains(t, err, "changelog::auth::username must not be empty")
 }

@@ -21,6 +21,7 @@ package changelog
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -33,6 +34,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl"
 	"go.uber.org/zap"
 )
 
@@ -61,6 +63,22 @@ type Config struct {
 	Group func(key string) string
 	// Logger logs the consumer's errors; nil logs nothing.
 	Logger *zap.Logger
+	// TLS, when set, encrypts the connections to the brokers.
+	TLS *tls.Config
+	// SASL, when set, authenticates every connection with it.
+	SASL sasl.Mechanism
+}
+
+// connOpts are the options every client of the log connects with.
+func (cfg Config) connOpts() []kgo.Opt {
+	opts := []kgo.Opt{kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID("dshtrace-changelog-" + cfg.Owner)}
+	if cfg.TLS != nil {
+		opts = append(opts, kgo.DialTLSConfig(cfg.TLS))
+	}
+	if cfg.SASL != nil {
+		opts = append(opts, kgo.SASL(cfg.SASL))
+	}
+	return opts
 }
 
 // Op is one change: Value nil deletes Key.
@@ -132,7 +150,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	}
 	// The topic first, with a client of its own: the consuming client's
 	// first metadata would otherwise miss a topic created after it.
-	admin, err := kgo.NewClient(kgo.SeedBrokers(cfg.Brokers...), kgo.ClientID("dshtrace-changelog-"+cfg.Owner))
+	admin, err := kgo.NewClient(cfg.connOpts()...)
 	if err != nil {
 		return nil, fmt.Errorf("changelog: %w", err)
 	}
@@ -142,9 +160,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		return nil, err
 	}
 	groupOf := cfg.Group
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.ClientID("dshtrace-changelog-"+cfg.Owner),
+	cl, err := kgo.NewClient(append(cfg.connOpts(),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // the default, and what Write relies on
 		kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
 			return func(r *kgo.Record, n int) int { return partitionOf(groupOf(string(r.Key)), n) }
@@ -157,7 +173,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		kgo.FetchMaxWait(250*time.Millisecond),
 		kgo.FetchMaxPartitionBytes(max(cfg.MaxRecordBytes, 1<<20)),
 		kgo.MetadataMinAge(time.Second),
-	)
+	)...)
 	if err != nil {
 		return nil, fmt.Errorf("changelog: %w", err)
 	}
@@ -188,6 +204,11 @@ func (l *Log) ensureTopic(ctx context.Context, adm *kadm.Client) error {
 		l.logger.Info("Changelog topic created", zap.String("topic", l.cfg.Topic), zap.Int32("partitions", l.cfg.Partitions))
 		return nil
 	case errors.Is(err, kerr.TopicAlreadyExists):
+	case errors.Is(err, context.DeadlineExceeded):
+		// A broker that refuses the credentials drops the connection, and
+		// the client retries until the deadline: say where to look.
+		return fmt.Errorf("changelog: create topic %s: no broker of %v answered in time (unreachable, or refusing the TLS or SASL settings): %w",
+			l.cfg.Topic, l.cfg.Brokers, err)
 	default:
 		return fmt.Errorf("changelog: create topic %s: %w", l.cfg.Topic, err)
 	}
