@@ -24,16 +24,6 @@ import (
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 )
 
-// kafka starts an in-process fake Kafka cluster (franz-go's kfake: the
-// broker protocol, not a mock) for one test.
-func kafka(t *testing.T) *kfake.Cluster {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	return c
-}
-
 // onChangelog is a started harness whose connector journals to the
 // changelog on cluster, as instance owner.
 func onChangelog(t *testing.T, cluster *kfake.Cluster, owner string) *harness {
@@ -92,7 +82,7 @@ func TestChangelogHandOverMidTurn(t *testing.T) {
 		for _, k := range []int{1, len(bs) / 2, len(bs) - 1} {
 			back := min(k+1, len(bs)-1) // where the partition comes back to A
 			t.Run(fmt.Sprintf("%s/move-after-%d-back-after-%d-of-%d", filepath.Base(filepath.Dir(rel)), k, back, len(bs)), func(t *testing.T) {
-				cluster := kafka(t)
+				cluster := changelogtest.Cluster(t)
 				a, b := onChangelog(t, cluster, "a"), onChangelog(t, cluster, "b")
 				for _, x := range bs[:k] {
 					a.feed(x)
@@ -160,7 +150,7 @@ func TestChangelogHandOverMidTurn(t *testing.T) {
 // sender retries it, and the failure is counted.
 func TestChangelogUnreachableRefusesBatch(t *testing.T) {
 	records, _ := buildRecords(t, filepath.Join(testcorpus.Dir(t), journalFiles[0]), "s")
-	cluster := kafka(t)
+	cluster := changelogtest.Cluster(t)
 	h := onChangelog(t, cluster, "a")
 	h.core().cfg.Changelog.Timeout = 500 * time.Millisecond
 	cluster.Close()
@@ -194,7 +184,7 @@ func TestChangelogConfigValidate(t *testing.T) {
 
 // Start fails, naming the changelog, when no broker answers.
 func TestChangelogStartFailsWithoutBroker(t *testing.T) {
-	cluster := kafka(t)
+	cluster := changelogtest.Cluster(t)
 	addrs := cluster.ListenAddrs()
 	cluster.Close()
 	cfg := createDefaultConfig()

@@ -11,17 +11,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-)
 
-// cluster starts an in-process fake Kafka cluster (a real broker protocol
-// implementation, not a mock) for one test.
-func cluster(t *testing.T) *kfake.Cluster {
-	t.Helper()
-	c, err := kfake.NewCluster(kfake.NumBrokers(1))
-	require.NoError(t, err)
-	t.Cleanup(c.Close)
-	return c
-}
+	"github.com/dshtrace/dshtrace/internal/changelog/changelogtest"
+)
 
 // sessionGroup is the journal's grouping: `s/"ID"` and every key under it.
 func sessionGroup(k string) string {
@@ -49,7 +41,7 @@ func ctxT(t *testing.T) context.Context {
 }
 
 func TestWriteSyncView(t *testing.T) {
-	c := cluster(t)
+	c := changelogtest.Cluster(t)
 	a, b := open(t, c, "a"), open(t, c, "b")
 	ctx := ctxT(t)
 
@@ -107,7 +99,7 @@ func TestWriteSyncView(t *testing.T) {
 // start of the topic, also after the broker compacted it; the earlier
 // incarnation's writes are foreign to it.
 func TestRestartReadsBackAfterCompaction(t *testing.T) {
-	c := cluster(t)
+	c := changelogtest.Cluster(t)
 	ctx := ctxT(t)
 	a := open(t, c, "a")
 	for i := range 5 {
@@ -132,7 +124,7 @@ func TestRestartReadsBackAfterCompaction(t *testing.T) {
 // All keys of a group land in one partition (so a group's writes are
 // ordered), and the topic is created compacted.
 func TestGroupPartitionAndTopicConfig(t *testing.T) {
-	c := cluster(t)
+	c := changelogtest.Cluster(t)
 	ctx := ctxT(t)
 	a := open(t, c, "a")
 	var ops []Op
@@ -185,7 +177,7 @@ func TestGroupPartitionAndTopicConfig(t *testing.T) {
 
 // Sync fails when the brokers are gone, within its context.
 func TestSyncFailsWithoutBroker(t *testing.T) {
-	c := cluster(t)
+	c := changelogtest.Cluster(t)
 	a := open(t, c, "a")
 	c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

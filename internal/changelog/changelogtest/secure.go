@@ -19,6 +19,18 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
+// Cluster starts a one-broker plaintext cluster, stopped when the test
+// ends.
+func Cluster(t testing.TB) *kfake.Cluster {
+	t.Helper()
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
 // Users of SecureCluster, by SASL mechanism: user and password.
 var Users = map[string][2]string{
 	"PLAIN":         {"dsh", "secret"},
