@@ -269,6 +269,20 @@ func (v jv) Int64() (int64, error) {
 	}
 	n := &v.t.nodes[v.i]
 	s := v.t.s[n.start:n.end]
+	if n.esc { // a plain integer of at most 18 digits (tape.parse)
+		var x int64
+		d := s
+		if s[0] == '-' {
+			d = s[1:]
+		}
+		for i := 0; i < len(d); i++ {
+			x = x*10 + int64(d[i]-'0')
+		}
+		if s[0] == '-' {
+			x = -x
+		}
+		return x, nil
+	}
 	// Up to 18 digits cannot overflow; checked JSON has no '+' and no
 	// leading zeros.
 	d := s

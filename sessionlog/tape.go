@@ -39,7 +39,9 @@ type tnode struct {
 	// a container's contents).
 	next uint32
 	typ  jtype
-	// esc: a string with backslash escapes (its text must be unescaped).
+	// esc: a string with backslash escapes (its text must be unescaped);
+	// on a number, a plain integer of at most 18 digits (jv.Int64 reads
+	// its digits without checking them again).
 	esc bool
 }
 
@@ -116,6 +118,7 @@ func (t *tape) parse(b []byte, maxDepth int, checkUTF8 bool) (syntax, lossless *
 		msg   string
 		start int
 		isInt bool
+		plain bool // a number read by the integer fast path, at most 18 digits
 		top   uint32
 	)
 	i := skipSpace(b, 0)
@@ -184,8 +187,9 @@ value:
 		for end < n && b[end]-'0' < 10 {
 			end++
 		}
+		plain = false
 		if end > off && (b[off] != '0' || end == off+1) && (end >= n || b[end] != '.' && b[end]|0x20 != 'e') {
-			i, isInt = end, true
+			i, isInt, plain = end, true, end-off <= 18
 		} else if isInt, msg = scanNumber(b, &i); msg != "" {
 			syntax = &jsonIssue{code: CodeJSONInvalid, offset: i, msg: msg}
 			goto done
@@ -196,7 +200,7 @@ value:
 				lossless = &jsonIssue{code: CodeNotLossless, offset: start, msg: m}
 			}
 		}
-		nodes = append(nodes, tnode{start: uint32(start), end: uint32(i), next: uint32(len(nodes) + 1), typ: tNumber})
+		nodes = append(nodes, tnode{start: uint32(start), end: uint32(i), next: uint32(len(nodes) + 1), typ: tNumber, esc: plain})
 	case c == 't' && hasLit(b, i, "true"):
 		nodes = append(nodes, tnode{start: uint32(i), end: uint32(i + 4), next: uint32(len(nodes) + 1), typ: tTrue})
 		i += 4
