@@ -242,8 +242,14 @@ func (p *position) ids(pl turnmodel.Place) (pcommon.TraceID, pcommon.SpanID) {
 	if !c.valid || c.place != key {
 		tr, sp := pl.IDs()
 		c.trace, c.span = pcommon.TraceID(tr), pcommon.SpanID(sp)
-		// Kept past the row: copies, not views into it.
-		key.Session, key.CallID, key.SubCallID = strings.Clone(key.Session), strings.Clone(key.CallID), strings.Clone(key.SubCallID)
+		// Kept past the row: copies, not views into it (the session's
+		// copy kept while it stays the same).
+		if !c.valid || c.place.Session != key.Session {
+			key.Session = strings.Clone(key.Session)
+		} else {
+			key.Session = c.place.Session
+		}
+		key.CallID, key.SubCallID = strings.Clone(key.CallID), strings.Clone(key.SubCallID)
 		c.place, c.valid = key, true
 	}
 	return c.trace, c.span

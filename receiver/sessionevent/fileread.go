@@ -145,7 +145,13 @@ func (t *fileSource) readPlain(ctx context.Context, tf *tailedFile, f *os.File, 
 	var acc []byte
 	for {
 		frag, err := br.ReadSlice('\n')
-		if len(frag) > 0 && (err == nil || errors.Is(err, bufio.ErrBufferFull)) {
+		var line []byte
+		switch {
+		case err == nil && len(acc) == 0 && !live.skipping && len(frag) <= t.maxLine+1:
+			// The common case: a whole line in the buffer, copied out once.
+			live.pos += int64(len(frag))
+			line = bytes.Clone(frag[:len(frag)-1])
+		case len(frag) > 0 && (err == nil || errors.Is(err, bufio.ErrBufferFull)):
 			live.pos += int64(len(frag))
 			if !live.skipping {
 				acc = append(acc, frag...)
@@ -157,34 +163,36 @@ func (t *fileSource) readPlain(ctx context.Context, tf *tailedFile, f *os.File, 
 					}
 				}
 			}
-			if err == nil { // a newline
-				if live.skipping {
-					live.skipping = false
-				} else {
-					line := bytes.Clone(acc[:len(acc)-1])
-					acc = acc[:0]
-					live.line++
-					if stop := t.handleRow(ctx, tf, line, live.pos <= live.replayUntil, batch); stop {
-						return t.flush(ctx, tf, f, batch, committed)
-					}
-				}
-				committed = live.pos
-				if batch.full() {
-					if err := t.flush(ctx, tf, f, batch, committed); err != nil {
-						return err
-					}
-					batch = newFileBatch()
-				}
+			if err != nil { // no newline yet
+				continue
 			}
-			continue
+			if live.skipping {
+				live.skipping = false
+			} else {
+				line = bytes.Clone(acc[:len(acc)-1])
+				acc = acc[:0]
+			}
+		default:
+			// EOF (or a read error): the unterminated rest waits for its newline.
+			if !live.skipping {
+				live.pos -= int64(len(acc))
+			}
+			return t.flush(ctx, tf, f, batch, committed)
 		}
-		// EOF (or a read error): the unterminated rest waits for its newline.
-		if !live.skipping {
-			live.pos -= int64(len(acc))
+		if line != nil {
+			live.line++
+			if stop := t.handleRow(ctx, tf, line, live.pos <= live.replayUntil, batch); stop {
+				return t.flush(ctx, tf, f, batch, committed)
+			}
 		}
-		break
+		committed = live.pos
+		if batch.full() {
+			if err := t.flush(ctx, tf, f, batch, committed); err != nil {
+				return err
+			}
+			batch = newFileBatch()
+		}
 	}
-	return t.flush(ctx, tf, f, batch, committed)
 }
 
 // readZstd decodes complete frames from live.pos to size; an incomplete
