@@ -21,16 +21,43 @@ import (
 // no session event or cannot be decoded are counted and skipped, decoding
 // problems are counted as violations, and each session's events are
 // sorted by seq — a cheap reordering that spares the engine's reorder
-// window. Callers hold mu (the reader and the engine are the core's).
+// window. Callers hold mu; the inputs are valid until the next read.
 //
 // With keep, the records are also filed by session for the journal
 // (keepRecord). restoring: the records come from the journal and were
 // counted when they first arrived, so nothing is counted again.
 func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time, keep map[string]*kept, restoring bool) []turnengine.Input {
-	rb := &c.readBuf
+	c.readMu.Lock()
+	defer c.readMu.Unlock()
+	d := &c.serial
+	c.decode(ctx, ld, d, keep, restoring)
+	for _, code := range d.violations {
+		c.engine.RecordViolation(code, now)
+	}
+	return d.inputs
+}
+
+// decoded is one batch read into engine inputs, in memory of its own (the
+// rows' arena, the input buffers): a batch can be decoded while the engine
+// still works on the one before (consume), and its inputs stay valid until
+// the decoded is read into again.
+type decoded struct {
+	arena      sessionlog.Arena
+	buf        readBuf
+	inputs     []turnengine.Input
+	violations []string // the codes of the rows' decoding problems, in order
+}
+
+// decode reads ld into d as read describes; the decoding problems are left
+// in d.violations for the caller to count with the engine (unless
+// restoring). Callers hold readMu, not necessarily mu: decode touches the
+// reader and d only.
+func (c *core) decode(ctx context.Context, ld plog.Logs, d *decoded, keep map[string]*kept, restoring bool) {
+	rb := &d.buf
 	rb.reset()
+	d.violations = d.violations[:0]
 	var notSession, invalid int64
-	c.reader.ReadBatch(ld, func(res pcommon.Resource, lr plog.LogRecord, rec logrecord.Record, err error) {
+	c.reader.ReadBatchIn(ld, &d.arena, func(res pcommon.Resource, lr plog.LogRecord, rec logrecord.Record, err error) {
 		if errors.Is(err, logrecord.ErrNotSession) {
 			notSession++
 			return
@@ -42,7 +69,7 @@ func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time, keep map[s
 		}
 		if !restoring {
 			for _, p := range rec.Row.Problems {
-				c.engine.RecordViolation(p.Code, now)
+				d.violations = append(d.violations, p.Code)
 			}
 		}
 		switch rec.Row.Kind {
@@ -79,20 +106,21 @@ func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time, keep map[s
 		}
 	}
 	if len(groups) == 1 { // the common case: a batch of one session
-		return groups[0].inputs
+		d.inputs = groups[0].inputs
+		return
 	}
 	out := rb.out[:0]
 	for _, g := range groups {
 		out = append(out, g.inputs...)
 	}
 	rb.out = out
-	return out
+	d.inputs = out
 }
 
-// readBuf is read's memory, reused from batch to batch like the rows the
-// reader decodes (their events are valid until the next read as well):
-// a batch's inputs grouped by session in the order the sessions first
-// appear, and their concatenation.
+// readBuf is a decoded's input buffers, reused from batch to batch like
+// its rows (valid until it is read into again): a batch's inputs grouped
+// by session in the order the sessions first appear, and their
+// concatenation.
 type readBuf struct {
 	groups    []*inputGroup
 	n         int // groups[:n] are this batch's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -36,9 +37,14 @@ var errShutdown = errors.New("turn_state connector is shut down")
 //     engine to the end of its journal write, including the calls to the
 //     traces consumer and the storage extension. It makes the passes
 //     strictly one after another.
-//  3. mu: the engine, the reader, the journal's index and the fields
-//     marked below; held for in-memory work only, never while calling a
-//     next consumer or the storage extension.
+//  3. mu: the engine, the journal's index and the fields marked below;
+//     held for in-memory work only, never while calling a next consumer or
+//     the storage extension.
+//  4. readMu: the record reader (the sessions' decoders) and the order of
+//     the decoded batches. consume decodes a batch holding readMu alone,
+//     while the engine may still be busy with the batch before (under
+//     drainMu and mu); each batch is then applied in the order it was
+//     decoded (applied).
 //
 // The metrics flush and the ingester check in ConsumeLogs take mu alone, so
 // neither waits for a slow traces consumer or storage. The self-telemetry
@@ -55,9 +61,7 @@ type core struct {
 	clock    func() time.Time
 	engine   *turnengine.Engine
 	series   *turnrender.Metrics // the engine's observer: the cumulative metrics
-	reader   *logrecord.Reader
-	readBuf  readBuf          // read's memory (batch.go)
-	stats    turnengine.Stats // the snapshot last recorded in self-telemetry
+	stats    turnengine.Stats    // the snapshot last recorded in self-telemetry
 	traces   consumer.Traces
 	metrics  consumer.Metrics
 	ingester *instance
@@ -72,6 +76,17 @@ type core struct {
 	// The gauges' values, kept current by record (and lag by writeJournal)
 	// so the telemetry callback never takes mu.
 	open, sessions, lag atomic.Int64
+
+	readMu sync.Mutex // see the lock order above; guards the three below
+	reader *logrecord.Reader
+	serial decoded // read's memory (batch.go)
+	// applied is closed when the batch decoded last has been applied (or
+	// refused): the next one waits for it, so batches reach the engine in
+	// the order they were decoded in.
+	applied chan struct{}
+	// scratch holds the memory of the batches consume decodes outside mu,
+	// at most cap(scratch) at once (the bound of the decoded rows kept).
+	scratch chan *decoded
 
 	startOnce, stopOnce sync.Once
 	startErr            error // start's result (written once, in startOnce)
@@ -97,6 +112,10 @@ func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core
 		stats:  e.Stats(),
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
+	}
+	c.scratch = make(chan *decoded, max(2, runtime.GOMAXPROCS(0)))
+	for range cap(c.scratch) {
+		c.scratch <- new(decoded)
 	}
 	tel, err := metadata.NewTelemetry(set.TelemetrySettings, metadata.Gauges{
 		TurnsOpen:    c.open.Load,
@@ -204,6 +223,43 @@ func (c *core) settle(ctx context.Context, p pass) error {
 // batch's sessions the engine does not hold are restored from it
 // (handover.go). A failed sync refuses the batch, unapplied.
 func (c *core) consume(ctx context.Context, ld plog.Logs) error {
+	if c.journal != nil && c.journal.log != nil {
+		return c.consumeSynced(ctx, ld)
+	}
+	// Without a changelog nothing needs the engine before the batch is
+	// decoded: decode it now, next to the pass of the batch before, and
+	// apply it once that one is done.
+	d := <-c.scratch
+	defer func() { c.scratch <- d }()
+	var keep map[string]*kept
+	if c.journal != nil {
+		keep = map[string]*kept{}
+	}
+	c.readMu.Lock()
+	c.decode(ctx, ld, d, keep, false)
+	prev, applied := c.applied, make(chan struct{})
+	c.applied = applied
+	c.readMu.Unlock()
+	defer close(applied)
+	if prev != nil {
+		<-prev
+	}
+	return c.settle(ctx, pass{change: func(now time.Time) map[string]*kept {
+		c.ingested = true
+		for _, code := range d.violations {
+			c.engine.RecordViolation(code, now)
+		}
+		c.tel.Redelivered.Add(ctx, c.journal.redelivered(d.inputs))
+		for _, input := range d.inputs {
+			c.engine.Ingest(input, now)
+		}
+		return keep
+	}})
+}
+
+// consumeSynced is consume with a changelog: the view is synced, sessions
+// handed over and restored before the batch is decoded, all in one pass.
+func (c *core) consumeSynced(ctx context.Context, ld plog.Logs) error {
 	var synced time.Duration
 	return c.settle(ctx, pass{prepare: func(ctx context.Context) error {
 		var err error

@@ -171,7 +171,9 @@ func (c *core) handOver(ctx context.Context) {
 			continue
 		}
 		j.release(id)
+		c.readMu.Lock()
 		c.reader.Forget(id)
+		c.readMu.Unlock()
 		sessions++
 		if open {
 			turns++

@@ -49,10 +49,11 @@ type Reader struct {
 	sessions map[string]*readState
 	order    []string
 
-	// arena holds the rows of the batch being read (ReadBatch): a batch
-	// reuses the memory of the one before. batching says a ReadBatch runs.
-	arena    sessionlog.Arena
-	batching bool
+	// arena holds the rows of the batch ReadBatch reads: a batch reuses
+	// the memory of the one before. cur is the arena of the batch being
+	// read (ReadBatch's or ReadBatchIn's), nil outside one.
+	arena sessionlog.Arena
+	cur   *sessionlog.Arena
 }
 
 type readState struct {
@@ -188,11 +189,7 @@ func (r *Reader) decode(session string, origin Origin, body []byte, header bool,
 		return Record{SessionID: session, Origin: origin, Row: row, Format: hd.Format(), Header: st.header}, nil
 	}
 	r.adoptVersion(st, attrs)
-	if r.batching {
-		st.dec.SetArena(&r.arena)
-	} else {
-		st.dec.SetArena(nil)
-	}
+	st.dec.SetArena(r.cur) // nil outside a batch: the row is the caller's
 	seq, _ := intAttr(attrs, AttrEventSeq)
 	// Rows read back have no line; the seq stands in for it in messages.
 	row, err := st.dec.Decode(body, int(seq)+1)
@@ -212,9 +209,17 @@ func (r *Reader) decode(session string, origin Origin, body []byte, header bool,
 // next ReadBatch, and whoever keeps an event longer keeps a copy
 // (sessionlog.Event.Own). Rows of Read stay valid.
 func (r *Reader) ReadBatch(ld plog.Logs, fn func(res pcommon.Resource, lr plog.LogRecord, rec Record, err error)) {
-	r.arena.Reset()
-	r.batching = true
-	defer func() { r.batching = false }()
+	r.ReadBatchIn(ld, &r.arena, fn)
+}
+
+// ReadBatchIn is ReadBatch with the rows decoded into arena (reset first)
+// instead of the reader's own: they stay valid until arena is reset again,
+// whatever the reader reads meanwhile. A caller that decodes one batch
+// while it still works on another gives each its own arena.
+func (r *Reader) ReadBatchIn(ld plog.Logs, arena *sessionlog.Arena, fn func(res pcommon.Resource, lr plog.LogRecord, rec Record, err error)) {
+	arena.Reset()
+	r.cur = arena
+	defer func() { r.cur = nil }()
 	rls := ld.ResourceLogs()
 	for _, headers := range []bool{true, false} {
 		for i := 0; i < rls.Len(); i++ {
