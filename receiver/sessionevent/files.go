@@ -325,7 +325,7 @@ func (t *fileSource) poll(ctx context.Context) {
 // at a time; only different files overlap, so the decoding of one proceeds
 // while another's batch is in the pipeline.
 func (t *fileSource) readConcurrently(ctx context.Context, files []*tailedFile) {
-	workers := min(runtime.GOMAXPROCS(0), len(files))
+	workers := min(runtime.GOMAXPROCS(0)+1, len(files))
 	if workers <= 1 {
 		for _, tf := range files {
 			if ctx.Err() != nil {
