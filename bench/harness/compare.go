@@ -84,8 +84,8 @@ func compareCmd(ctx context.Context, args []string) error {
 			if err != nil {
 				return err
 			}
-			fmt.Printf("# run %d %-22s wall %7.3fs (first item %.3fs)  cpu %7.2fs  peak RSS %6.1f MiB  %9.0f events/s  load %s\n",
-				r, res.name, res.wall.Seconds(), res.firstItem.Seconds(), res.cpu.Seconds(), mib(res.peakRSS),
+			fmt.Printf("# run %d %-22s wall %7.3fs (first item %.3fs)  cpu %7.2fs  peak RSS %6.1f MiB (anon %5.1f)  %9.0f events/s  load %s\n",
+				r, res.name, res.wall.Seconds(), res.firstItem.Seconds(), res.cpu.Seconds(), mib(res.peakRSS), mib(res.peakAnon),
 				float64(m.Events)/res.wall.Seconds(), loadavg())
 		}
 	}
@@ -107,6 +107,8 @@ func compareCmd(ctx context.Context, args []string) error {
 		dsh.logs, dsh.spans, dsh.points, filelog.logs)
 	fmt.Printf("CPU-time ratio filelog/dshtrace: %.2f\n", filelog.cpu.Seconds()/dsh.cpu.Seconds())
 	fmt.Printf("peak RSS ratio dshtrace/filelog: %.2f\n", float64(dsh.peakRSS)/float64(filelog.peakRSS))
+	fmt.Printf("peak anonymous RSS (own memory, no executable pages) dshtrace %.1f MiB, filelog %.1f MiB, ratio %.2f\n",
+		mib(dsh.peakAnon), mib(filelog.peakAnon), float64(dsh.peakAnon)/float64(filelog.peakAnon))
 	best := func(rs []*result) time.Duration {
 		b := rs[0].wall
 		for _, r := range rs[1:] {

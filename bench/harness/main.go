@@ -17,7 +17,8 @@
 // record per physical row (headers included) and every span of the closed
 // turns. Its wall time runs from just before the process is started to the
 // count exporter's last item; CPU time (user + system, /proc/PID/stat) and
-// peak RSS (VmHWM, /proc/PID/status) are read at that moment, then the
+// peak RSS (VmHWM, /proc/PID/status) are read at that moment (the peak of
+// RssAnon, the process's own memory, is sampled at every poll), then the
 // process is stopped. events/s = the corpus's logical events (v0 packed rows
 // expanded) ÷ wall time, the same numerator for every system.
 package main
@@ -112,9 +113,14 @@ type result struct {
 	firstItem time.Duration // start → first item
 	cpu       time.Duration
 	peakRSS   int64 // bytes
-	logs      int64
-	spans     int64
-	points    int64
+	// peakAnon is the largest RssAnon seen (sampled at every poll, 20 ms):
+	// the process's own memory, without the pages of its executable that
+	// VmHWM also counts — how many of those are resident depends on what
+	// the page cache holds of the file, not on the work.
+	peakAnon int64 // bytes
+	logs     int64
+	spans    int64
+	points   int64
 }
 
 // status mirrors bench/countexporter.Status (the harness imports no
@@ -186,6 +192,7 @@ func runCollector(ctx context.Context, name, bin string, cfg func(statusFile str
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	var s status
+	var anon int64
 	for {
 		select {
 		case <-ctx.Done():
@@ -198,6 +205,7 @@ func runCollector(ctx context.Context, name, bin string, cfg func(statusFile str
 				timeout, s.LogRecords, w.logs, s.Spans, w.spans))
 		case <-tick.C:
 		}
+		anon = max(anon, procStatusKB(cmd.Process.Pid, "RssAnon")*1024)
 		b, err := os.ReadFile(statusFile)
 		if err != nil {
 			continue
@@ -218,10 +226,11 @@ func runCollector(ctx context.Context, name, bin string, cfg func(statusFile str
 	}
 	pid := cmd.Process.Pid
 	r := &result{
-		name:    name,
-		cpu:     procCPU(pid),
-		peakRSS: procStatusKB(pid, "VmHWM") * 1024,
-		logs:    s.LogRecords, spans: s.Spans, points: s.DataPoints,
+		name:     name,
+		cpu:      procCPU(pid),
+		peakRSS:  procStatusKB(pid, "VmHWM") * 1024,
+		peakAnon: max(anon, procStatusKB(pid, "RssAnon")*1024),
+		logs:     s.LogRecords, spans: s.Spans, points: s.DataPoints,
 	}
 	last := max(s.LogsLast, s.SpansLast)
 	r.wall = time.Unix(0, last).Sub(start)

@@ -319,8 +319,9 @@ func (t *fileSource) poll(ctx context.Context) {
 	}
 }
 
-// readConcurrently reads the plain files, as many at once as the process
-// has CPUs. Each file's state is its own (decoder, record tracker,
+// readConcurrently reads the plain files, one more at once than the process
+// has CPUs (a reader waiting for the pipeline leaves the CPUs to the
+// others). Each file's state is its own (decoder, record tracker,
 // checkpoint), and each file's rows still go downstream in order, one batch
 // at a time; only different files overlap, so the decoding of one proceeds
 // while another's batch is in the pipeline.
