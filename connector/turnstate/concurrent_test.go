@@ -2,8 +2,8 @@ package turnstate
 
 import (
 	"fmt"
-	"math"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -16,11 +16,16 @@ import (
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 )
 
-// rounded is md with its float values and histogram sums rounded to 1e-9.
+// rounded is md with its float values and histogram sums rounded to 9
+// significant digits (sums that differ in their last bits round alike but
+// for a chance of about one in 10⁷ per value).
 func rounded(md pmetric.Metrics) pmetric.Metrics {
 	out := pmetric.NewMetrics()
 	md.CopyTo(out)
-	r := func(f float64) float64 { return math.Round(f*1e9) / 1e9 }
+	r := func(f float64) float64 {
+		g, _ := strconv.ParseFloat(strconv.FormatFloat(f, 'g', 9, 64), 64)
+		return g
+	}
 	rms := out.ResourceMetrics()
 	for i := 0; i < rms.Len(); i++ {
 		sms := rms.At(i).ScopeMetrics()

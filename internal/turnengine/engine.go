@@ -132,6 +132,7 @@ type Input struct {
 type Engine struct {
 	cfg      Config
 	sessions map[string]*session
+	last     *session // the session session returned last (a batch is mostly one session's)
 	// lru orders sessions by last arrival, oldest first; open orders the
 	// sessions that have an open turn by when it opened.
 	lru, open *list.List
@@ -342,6 +343,11 @@ func (e *Engine) Flush(cause string, now time.Time) {
 }
 
 func (e *Engine) session(id string, now time.Time) *session {
+	if s := e.last; s != nil && s.id == id {
+		e.lru.MoveToBack(s.lruElem)
+		s.lastArrival = now
+		return s
+	}
 	s := e.sessions[id]
 	if s == nil {
 		if len(e.sessions) >= e.cfg.MaxSessions {
@@ -363,7 +369,16 @@ func (e *Engine) session(id string, now time.Time) *session {
 		e.lru.MoveToBack(s.lruElem)
 	}
 	s.lastArrival = now
+	e.last = s
 	return s
+}
+
+// forget drops session s from the sessions map (and the last-used cache).
+func (e *Engine) forget(s *session) {
+	delete(e.sessions, s.id)
+	if e.last == s {
+		e.last = nil
+	}
 }
 
 func (e *Engine) evictSession(now time.Time) {
@@ -377,7 +392,7 @@ func (e *Engine) evictSession(now time.Time) {
 	}
 	e.lru.Remove(el)
 	delete(e.gaps, s)
-	delete(e.sessions, s.id)
+	e.forget(s)
 	e.forgotten = append(e.forgotten, s.id)
 	if s.dangled != nil {
 		// Its repair may still come: a later event starts the session

@@ -141,7 +141,7 @@ func (e *Engine) Release(id string) (open, ok bool) {
 	}
 	e.lru.Remove(s.lruElem)
 	delete(e.gaps, s)
-	delete(e.sessions, id)
+	e.forget(s)
 	delete(e.tombs, id)
 	return open, true
 }
