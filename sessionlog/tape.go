@@ -138,7 +138,17 @@ value:
 	c = b[i]
 	switch {
 	case c == '"':
-		end, esc = plainString(b, i+1), false
+		// plainString's first eight bytes inline (most keys and many values
+		// end there), the call only for longer strings; the same for keys.
+		if esc = false; i+9 <= n {
+			if m := stops(binary.LittleEndian.Uint64(b[i+1:])); m != 0 {
+				end = i + 1 + bits.TrailingZeros64(m)>>3
+			} else {
+				end = plainString(b, i+9)
+			}
+		} else {
+			end = plainString(b, i+1)
+		}
 		if end >= n || b[end] != '"' {
 			end, esc, msg, off = scanString(b, i, end, checkUTF8)
 			if msg != "" {
@@ -258,7 +268,15 @@ key: // at an object key, whitespace before it skipped
 		syntax = &jsonIssue{code: CodeJSONInvalid, offset: i, msg: "object key expected"}
 		goto done
 	}
-	end, esc = plainString(b, i+1), false
+	if esc = false; i+9 <= n {
+		if m := stops(binary.LittleEndian.Uint64(b[i+1:])); m != 0 {
+			end = i + 1 + bits.TrailingZeros64(m)>>3
+		} else {
+			end = plainString(b, i+9)
+		}
+	} else {
+		end = plainString(b, i+1)
+	}
 	if end >= n || b[end] != '"' {
 		end, esc, msg, off = scanString(b, i, end, checkUTF8)
 		if msg != "" {
@@ -307,10 +325,7 @@ func stringIssueCode(msg string) string {
 // runs upwards), so the lowest flag is the first byte that ends the run.
 func plainString(b []byte, j int) int {
 	for j+8 <= len(b) {
-		x := binary.LittleEndian.Uint64(b[j:])
-		q := x ^ (lo8 * '"')
-		s := x ^ (lo8 * '\\')
-		if m := ((q-lo8)&^q | (s-lo8)&^s | (x-lo8*0x20)&^x | x) & hi8; m != 0 {
+		if m := stops(binary.LittleEndian.Uint64(b[j:])); m != 0 {
 			return j + bits.TrailingZeros64(m)>>3
 		}
 		j += 8
@@ -319,6 +334,14 @@ func plainString(b []byte, j int) int {
 		j++
 	}
 	return j
+}
+
+// stops flags (bit 7 of each byte) the bytes of x that end a run of plain
+// string text, as plainString describes.
+func stops(x uint64) uint64 {
+	q := x ^ (lo8 * '"')
+	s := x ^ (lo8 * '\\')
+	return ((q-lo8)&^q | (s-lo8)&^s | (x-lo8*0x20)&^x | x) & hi8
 }
 
 // scanString reads the string whose opening quote is b[i], from b[j] on
