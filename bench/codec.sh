@@ -16,6 +16,11 @@
 #              repository). Without one, a corpus is generated with bench/gen
 #              (the script says so).
 #   GO         the go command (default go)
+#   INSTR      1: also count the instructions of one pass of decode+validate
+#              and of fastjson under valgrind (callgrind; the difference of a
+#              5-pass and a 25-pass run, so start-up cancels out) and print
+#              their ratio — a figure the machine's load cannot move, unlike
+#              the timings (about a minute more; needs valgrind)
 #
 # The benchmarks (bench/codec/codec_test.go), each one pass over every row
 # of the corpus per op:
@@ -86,6 +91,30 @@ for ((i = 1; i <= total; i++)); do
 	(cd bench/codec && DSH_CORPUS="$corpus" "$bin" "${args[@]}") | tee -a "$out"
 done
 echo
+
+if [[ "${INSTR:-}" == 1 ]]; then
+	if ! command -v valgrind >/dev/null; then
+		echo "codec.sh: INSTR=1 needs valgrind" >&2
+		exit 2
+	fi
+	# instr BENCH N: the instructions of a run of N passes of BENCH (one CPU,
+	# no asynchronous preemption: callgrind and Go's preemption signals
+	# do not mix).
+	instr() {
+		(cd bench/codec && DSH_CORPUS="$corpus" GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind \
+			--callgrind-out-file=/dev/null "$bin" -test.run '^$' -test.bench "^Benchmark$1\$" \
+			-test.benchtime "${2}x" -test.cpu 1 2>&1 >/dev/null) | awk '/ refs:/ { gsub(",", "", $NF); print $NF }'
+	}
+	declare -A perpass
+	for b in DecodeValidate FloorFastjson; do
+		i5=$(instr "$b" 5)
+		i25=$(instr "$b" 25)
+		perpass[$b]=$(((i25 - i5) / 20))
+		echo "# instructions per pass of $b (callgrind, (25 passes - 5 passes) / 20): ${perpass[$b]}"
+	done
+	awk -v d="${perpass[DecodeValidate]}" -v f="${perpass[FloorFastjson]}" \
+		'BEGIN { printf "# instruction ratio parse-floor/decode+validate (fastjson/sessionlog, per pass): %.2f\n\n", f / d }'
+fi
 
 awk '
 # Sorts a[1..n] in place (insertion sort: n is the sample count).
