@@ -240,8 +240,14 @@ func (p *position) ids(pl turnmodel.Place) (pcommon.TraceID, pcommon.SpanID) {
 	key := idKey(pl)
 	c := &p.cache
 	if !c.valid || c.place != key {
-		tr, sp := pl.IDs()
-		c.trace, c.span = pcommon.TraceID(tr), pcommon.SpanID(sp)
+		// The trace id is the session's and turn's: hashed again only
+		// when one of them changes.
+		if !c.valid || c.place.Session != key.Session || c.place.Turn != key.Turn {
+			tr, sp := pl.IDs()
+			c.trace, c.span = pcommon.TraceID(tr), pcommon.SpanID(sp)
+		} else {
+			c.span = pcommon.SpanID(pl.SpanID())
+		}
 		// Kept past the row: copies, not views into it (the session's
 		// copy kept while it stays the same).
 		if !c.valid || c.place.Session != key.Session {

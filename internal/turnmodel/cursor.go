@@ -97,16 +97,26 @@ func (p Place) Spanned() bool { return p.Kind != KindNone && !p.NoSpan }
 // for KindNone).
 func (p Place) IDs() (TraceID, SpanID) {
 	switch p.Kind {
-	case KindTurn:
-		return TraceIDOf(p.Session, p.Turn), TurnSpanID(p.Session, p.Turn)
-	case KindStep:
-		return TraceIDOf(p.Session, p.Turn), StepSpanID(p.Session, p.Turn, p.Step)
-	case KindChat:
-		return TraceIDOf(p.Session, p.Turn), ChatSpanID(p.Session, p.Turn, p.Step, p.Attempt)
-	case KindTool:
-		return TraceIDOf(p.Session, p.Turn), ToolSpanID(p.Session, p.Turn, p.Step, p.CallID, p.SubCallID)
+	case KindTurn, KindStep, KindChat, KindTool:
+		return TraceIDOf(p.Session, p.Turn), p.SpanID()
 	}
 	return TraceID{}, SpanID{}
+}
+
+// SpanID is the second of IDs alone (the trace id depends on the session
+// and turn only, so a caller that has it for them need not hash it again).
+func (p Place) SpanID() SpanID {
+	switch p.Kind {
+	case KindTurn:
+		return TurnSpanID(p.Session, p.Turn)
+	case KindStep:
+		return StepSpanID(p.Session, p.Turn, p.Step)
+	case KindChat:
+		return ChatSpanID(p.Session, p.Turn, p.Step, p.Attempt)
+	case KindTool:
+		return ToolSpanID(p.Session, p.Turn, p.Step, p.CallID, p.SubCallID)
+	}
+	return SpanID{}
 }
 
 // Cursor follows one session's events in seq order and answers where each

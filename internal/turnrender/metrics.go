@@ -136,8 +136,17 @@ type Metrics struct {
 	defs      map[string]*metricDef
 	keyBuf    []byte
 	// eventPoints maps a raw event type to its dsh.session.events point
-	// (after the cap), so counting an event is one lookup.
-	eventPoints map[string]*point
+	// (after the cap), so counting an event is one lookup; lastEvent is the
+	// entry used last (runs of one type, chunks, need no lookup at all).
+	eventPoints map[string]*eventPoint
+	lastEvent   *eventPoint
+}
+
+// eventPoint is an entry of eventPoints: its own copy of the raw type, and
+// the point.
+type eventPoint struct {
+	typ string
+	p   *point
 }
 
 // The Metrics are an Observer of the engine: they aggregate what it sees.
@@ -178,7 +187,7 @@ func NewMetrics(maxValues int) *Metrics {
 func newMetrics() *Metrics {
 	m := &Metrics{maxValues: DefaultMaxAttributeValues, admitted: map[string]map[string]struct{}{},
 		series: map[string]map[string]*point{}, defs: map[string]*metricDef{},
-		eventPoints: map[string]*point{}}
+		eventPoints: map[string]*eventPoint{}}
 	for i, d := range metricDefs {
 		m.series[d.name] = map[string]*point{}
 		m.defs[d.name] = &metricDefs[i]
@@ -191,6 +200,7 @@ func (m *Metrics) SetMaxValues(n int) {
 	if n > 0 {
 		m.maxValues = n
 		clear(m.eventPoints)
+		m.lastEvent = nil
 	}
 }
 
@@ -259,8 +269,13 @@ func (m *Metrics) observe(name string, v float64, ex exemplar, a attrSet, now ti
 }
 
 func (m *Metrics) recordEvent(typ string, now time.Time) {
-	if p := m.eventPoints[typ]; p != nil {
-		p.value++
+	if e := m.lastEvent; e != nil && e.typ == typ {
+		e.p.value++
+		return
+	}
+	if e := m.eventPoints[typ]; e != nil {
+		e.p.value++
+		m.lastEvent = e
 		return
 	}
 	p := m.point(MetricSessionEvents, attrs(kv{"event.type", m.capped("event.type", typ)}), now)
@@ -268,7 +283,9 @@ func (m *Metrics) recordEvent(typ string, now time.Time) {
 	// Types past the cap share the "other" point; remember a bounded
 	// number of raw types, so that hostile input cannot grow the map.
 	if len(m.eventPoints) < 4*m.maxValues {
-		m.eventPoints[strings.Clone(typ)] = p
+		e := &eventPoint{typ: strings.Clone(typ), p: p}
+		m.eventPoints[e.typ] = e
+		m.lastEvent = e
 	}
 }
 
