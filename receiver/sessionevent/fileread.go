@@ -75,14 +75,22 @@ func (t *fileSource) read(ctx context.Context, tf *tailedFile) {
 			pending:     tf.cp.clone(),
 			scratch:     plog.NewLogRecordSlice(),
 		}
-		tf.live.dec.SetArena(&tf.live.arena)
 	}
+	// The rows of this read are decoded into an arena it borrows: the
+	// files waiting for their next growth hold none.
+	live := tf.live
+	live.arena = fileArenas.Get().(*sessionlog.Arena)
+	live.dec.SetArena(live.arena)
 	var readErr error
 	if tf.zstd {
 		readErr = t.readZstd(ctx, tf, f, size)
 	} else {
 		readErr = t.readPlain(ctx, tf, f, size)
 	}
+	live.dec.SetArena(nil)
+	live.arena.Reset()
+	fileArenas.Put(live.arena)
+	live.arena = nil
 	if readErr != nil {
 		// Delivery refused (or shutting down): nothing was committed. The
 		// reader is rebuilt from the checkpoint on the next try.
@@ -125,6 +133,10 @@ func (b *fileBatch) full() bool { return b.n >= batchRows || b.bytes >= batchByt
 
 // errRefused: the next consumer refused a batch with a retryable error.
 var errRefused = errors.New("delivery refused")
+
+// fileArenas are the arenas the reads of files borrow (read): one per read
+// under way, not one per file.
+var fileArenas = sync.Pool{New: func() any { return new(sessionlog.Arena) }}
 
 // readPlain reads complete lines from live.pos to size.
 // plainReaders are the read buffers of plain files (256 KiB each), shared

@@ -126,9 +126,10 @@ type tailedFile struct {
 // tracker's state at pos, and the checkpoint the next delivery commits.
 type liveState struct {
 	dec *sessionlog.RowDecoder
-	// arena holds the row being handled: a row is done with once it is
+	// arena holds the row being handled while a read of the file is under
+	// way (borrowed from fileArenas for it): a row is done with once it is
 	// handled (handleRow), so each reuses the memory of the one before.
-	arena   sessionlog.Arena
+	arena   *sessionlog.Arena
 	tracker *logrecord.Tracker
 	line    int
 	pos     int64
