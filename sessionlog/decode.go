@@ -89,7 +89,26 @@ type RowDecoder struct {
 
 	// arena, when set, holds the rows decoded (SetArena).
 	arena *Arena
+
+	// shallow: decode only what placing an event needs (SetShallow).
+	shallow bool
 }
+
+// SetShallow makes the decoder read, of each event's payload, only what
+// the turn model and a record's attributes need (docs/design.md §2): the
+// envelope (seq, time, surfaceOp, sourceEventSeqs), turn and step, call
+// ids and tool names, a chunk's type, whether a stream is embedded, a
+// turn/end's reason kind and a tool/result's error flag — for a caller
+// that places events and hands their rows on, as the receiver's file
+// transport and the turn_state processor do. The rows' kinds, problems
+// and the format the decoder infers are those of a full decode (the
+// checks that yield them all still run); the fields skipped are zero,
+// and an embedded stream is an empty Stream. Off by default.
+func (d *RowDecoder) SetShallow(on bool) { d.shallow = on }
+
+// shallowStream is the Stream of a shallow decode: present, summarising
+// nothing. Nothing writes to it.
+var shallowStream = &Stream{}
 
 // A row of one event, allocated together (see newEventRow).
 type (
@@ -778,15 +797,80 @@ func (d *RowDecoder) decodeData(r *Row, e *Event, data jv) {
 	switch e.Type {
 	case "assistant/attempt":
 		d.evidence(2, false)
-		e.Stream = d.decodeStream(data.Get("stream"))
+		if d.shallow {
+			e.Stream = shallowStream
+		} else {
+			e.Stream = d.decodeStream(data.Get("stream"))
+		}
 	case "assistant/chunk":
 		d.evidence(0, false)
 		e.Chunk = d.chunk
-		d.decodeChunk(e.Chunk, data.Get("chunk"))
+		if c := data.Get("chunk"); d.shallow {
+			if c.Type() == tObject {
+				e.Chunk.Type = c.GetStringBytes("type")
+			}
+		} else {
+			d.decodeChunk(e.Chunk, c)
+		}
 	}
 	if d.det != nil { // the type has details (hasDetail)
 		e.Detail = d.det
-		d.decodeDetail(e, data)
+		if d.shallow {
+			d.decodePlacement(e, data)
+		} else {
+			d.decodeDetail(e, data)
+		}
+	}
+}
+
+// decodePlacement is decodeDetail of a shallow decode (SetShallow): the
+// detail fields placing an event reads, and every check of decodeDetail
+// that is evidence of the format, made the same way.
+func (d *RowDecoder) decodePlacement(e *Event, data jv) {
+	switch e.Type {
+	case "turn/end":
+		if r := data.Get("reason"); r.Type() == tString {
+			e.Reason.Kind = r.String()
+		} else {
+			e.Reason.Kind = r.GetStringBytes("kind")
+		}
+		if e.Reason.Kind == "forked" {
+			d.evidence(4, false)
+		}
+	case "tool/call", "approval/asked":
+		e.CallID = data.GetStringBytes("callId")
+		if e.Type == "tool/call" {
+			e.ToolName = data.GetStringBytes("name")
+		} else {
+			e.ToolName = data.GetStringBytes("toolName")
+		}
+	case "tool/result":
+		d.decodeToolResult(e, data)
+	case "user/message":
+		if !data.Get("id").ok() {
+			d.evidence(0, true)
+		}
+	case "system/message":
+		d.evidence(3, false)
+	case "developer/message":
+		d.evidence(4, false)
+	case "assistant/message":
+		msg := d.messageOf(data)
+		msg.Get("content").each(func(b jv) bool {
+			if b.GetStringBytes("type") == "tool_use" {
+				d.evidence(0, true)
+				return false
+			}
+			return true
+		})
+		if data.Get("stream").ok() {
+			d.evidence(2, false)
+			e.Stream = shallowStream
+		}
+	case "tool/ptc-dispatch-start", "tool/ptc-dispatch", "tool/code-dispatch-start", "tool/code-dispatch":
+		e.SubCallID = data.GetStringBytes("subCallId")
+		e.CallID = data.GetStringBytes("parentCallId")
+		e.ToolName = data.GetStringBytes("name")
 	}
 }
 

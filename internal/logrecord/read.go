@@ -54,7 +54,14 @@ type Reader struct {
 	// read (ReadBatch's or ReadBatchIn's), nil outside one.
 	arena sessionlog.Arena
 	cur   *sessionlog.Arena
+
+	shallow bool
 }
+
+// SetShallow makes the reader decode the rows of the sessions it meets
+// from then on shallowly (sessionlog.RowDecoder.SetShallow): enough to
+// place their events, for a caller that reads no more of them.
+func (r *Reader) SetShallow(on bool) { r.shallow = on }
 
 type readState struct {
 	dec    *sessionlog.RowDecoder
@@ -80,6 +87,7 @@ func (r *Reader) state(session string) *readState {
 			r.order = append([]string(nil), r.order[len(drop):]...)
 		}
 		s = &readState{dec: sessionlog.NewRowDecoder(0, 0)}
+		s.dec.SetShallow(r.shallow)
 		session = strings.Clone(session) // kept: no view into a record
 		r.sessions[session] = s
 		r.order = append(r.order, session)

@@ -72,6 +72,7 @@ func newStamper(cfg *Config, set component.TelemetrySettings, clock func() time.
 		lru:      list.New(),
 		open:     list.New(),
 	}
+	p.reader.SetShallow(true) // the stamper only places events
 	tel, err := metadata.NewTelemetry(set, p.sessionsTracked)
 	if err != nil {
 		return nil, err

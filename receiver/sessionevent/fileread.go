@@ -68,8 +68,12 @@ func (t *fileSource) read(ctx context.Context, tf *tailedFile) {
 	}
 	tf.seenSize, tf.lastGrowth = size, now
 	if tf.live == nil {
+		// A shallow decode: the file transport only places each row's
+		// events and hands the row on (the connector decodes it whole).
+		dec := sessionlog.NewRowDecoder(t.maxLine, 0)
+		dec.SetShallow(true)
 		tf.live = &liveState{
-			dec:         sessionlog.NewRowDecoder(t.maxLine, 0),
+			dec:         dec,
 			tracker:     logrecord.NewTracker(16),
 			replayUntil: tf.cp.Offset,
 			pending:     tf.cp.clone(),
