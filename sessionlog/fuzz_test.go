@@ -269,6 +269,20 @@ func FuzzRowDecoder(f *testing.F) {
 		if fmt.Sprint(err) != fmt.Sprint(aerr) || !reflect.DeepEqual(row, arow) {
 			t.Fatalf("from an arena: %+v, %v; without: %+v, %v", arow, aerr, row, err)
 		}
+		// A shallow decode gives the same kind, problems and format, and
+		// what it promises of the events.
+		sd, _, _, _ := fuzzRowDecoder(state)
+		sd.SetShallow(true)
+		srow, serr := sd.Decode(bytes.Clone(b), line)
+		if fmt.Sprint(err) != fmt.Sprint(serr) || srow.Kind != row.Kind || !reflect.DeepEqual(srow.Problems, row.Problems) ||
+			sd.Format() != d.Format() || len(srow.Events) != len(row.Events) {
+			t.Fatalf("shallow: %+v, %v (format %+v); full: %+v, %v (format %+v)", srow, serr, sd.Format(), row, err, d.Format())
+		}
+		for i := range row.Events {
+			if s, f := placementOf(&srow.Events[i], sd.Format()), placementOf(&row.Events[i], d.Format()); !reflect.DeepEqual(s, f) {
+				t.Fatalf("shallow event %d: %+v; full %+v", i, s, f)
+			}
+		}
 		if err != nil {
 			var uv *UnsupportedVersionError
 			if !errors.As(err, &uv) || row.Kind != RowHeader {
