@@ -129,6 +129,9 @@ func (s *slab[T]) fill(v T) {
 // reset makes the blocks free again; with zero, it also zeroes what was
 // handed out, so that the old values hold no memory alive.
 func (s *slab[T]) reset(zero bool) {
+	if s.b == 0 && s.i == 0 {
+		return // nothing handed out since the last reset
+	}
 	for k, n := range s.used {
 		if n > 0 {
 			if zero {
