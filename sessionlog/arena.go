@@ -24,6 +24,7 @@ type Arena struct {
 	chunks   slab[Chunk]
 	usages   slab[Usage]
 	finishes slab[Finish]
+	streams  slab[Stream]
 	seqs     slab[int64]
 }
 
@@ -37,6 +38,7 @@ func (a *Arena) Reset() {
 		a.chunks.fill(Chunk{Type: freed, Index: -freedNumber, DeltaBytes: -1})
 		a.usages.fill(Usage{InputTokens: -freedNumber, OutputTokens: -freedNumber, TotalTokens: -freedNumber})
 		a.finishes.fill(Finish{Kind: freed})
+		a.streams.fill(Stream{Records: -1, Chunks: -1, FirstTime: -freedNumber, LastTime: -freedNumber})
 		a.seqs.fill(-freedNumber)
 	}
 	a.rows.reset(!p)
@@ -45,6 +47,7 @@ func (a *Arena) Reset() {
 	a.chunks.reset(!p)
 	a.usages.reset(!p)
 	a.finishes.reset(!p)
+	a.streams.reset(!p)
 	a.seqs.reset(!p)
 }
 

@@ -953,43 +953,85 @@ func (d *RowDecoder) messageOf(data jv) jv {
 
 func (d *RowDecoder) decodeToolResult(e *Event, data jv) {
 	msg := d.messageOf(data)
-	e.Role = string(msg.GetStringBytes("role"))
-	e.MessageID = string(msg.GetStringBytes("id"))
-	e.SourceKind = string(msg.GetStringBytes("source", "kind"))
+	m := readResultMessage(msg)
+	e.Role = m.role.String()
+	e.MessageID = m.id.String()
+	srcKind, srcCallID := m.source.get2("kind", "callId")
+	e.SourceKind = srcKind.String()
 	e.SyntheticResult = strings.HasPrefix(e.MessageID, "interrupted-tool-result-")
 	// Call id, first of: toolCallId, source.callId, the tool-result block (docs/format.md §13.3).
-	block := msg.Get("content", "0")
+	block := m.content.Get("0")
 	switch {
-	case msg.Get("toolCallId").ok():
-		e.CallID = string(msg.GetStringBytes("toolCallId"))
+	case m.toolCallID.ok():
+		e.CallID = m.toolCallID.String()
 		if e.Role == "tool" {
 			d.evidence(4, false)
 		}
-	case msg.Get("source", "callId").ok():
-		e.CallID = string(msg.GetStringBytes("source", "callId"))
-	case msg.Get("callId").ok():
-		e.CallID = string(msg.GetStringBytes("callId"))
-	case block.ok() && string(block.GetStringBytes("type")) == "tool-result":
-		e.CallID = string(block.GetStringBytes("toolCallId"))
+	case srcCallID.ok():
+		e.CallID = srcCallID.String()
+	case m.callID.ok():
+		e.CallID = m.callID.String()
+	case block.ok() && block.GetStringBytes("type") == "tool-result":
+		e.CallID = block.GetStringBytes("toolCallId")
 	}
 	// Error flag (docs/format.md §13.4).
+	dataErr := data.Get("error")
 	switch {
-	case msg.Get("isError").ok():
-		e.IsError = msg.GetBool("isError")
+	case m.isError.ok():
+		e.IsError = m.isError.Type() == tTrue
 	case block.ok() && block.Get("isError").ok():
 		e.IsError = block.GetBool("isError")
 	default:
-		e.IsError = data.Get("error").ok()
+		e.IsError = dataErr.ok()
 	}
-	e.ErrorCode = string(data.GetStringBytes("error", "code"))
-	e.HasErrorDetail = data.Get("error").ok()
-	if tn := msg.Get("toolName"); tn.ok() {
-		e.ToolName = string(tn.GetStringBytes())
+	e.ErrorCode = dataErr.GetStringBytes("code")
+	e.HasErrorDetail = dataErr.ok()
+	if m.toolName.ok() {
+		e.ToolName = m.toolName.String()
 		d.evidence(0, true)
 	}
-	if msg.Get("content").ok() && msg.Get("content").Type() == tString {
+	if m.content.Type() == tString {
 		d.evidence(0, true)
 	}
+}
+
+// resultMessage holds the members of a tool result's message that
+// decodeToolResult reads (the first of each name), found in one walk.
+type resultMessage struct{ role, id, source, content, toolCallID, callID, isError, toolName jv }
+
+func readResultMessage(msg jv) (m resultMessage) {
+	if msg.Type() != tObject {
+		return m
+	}
+	t := msg.t
+	end := t.nodes[msg.i].next
+	for k := msg.i + 1; k < end; k = t.nodes[k+1].next {
+		var slot *jv
+		switch t.str(k) {
+		case "role":
+			slot = &m.role
+		case "id":
+			slot = &m.id
+		case "source":
+			slot = &m.source
+		case "content":
+			slot = &m.content
+		case "toolCallId":
+			slot = &m.toolCallID
+		case "callId":
+			slot = &m.callID
+		case "isError":
+			slot = &m.isError
+		case "toolName":
+			slot = &m.toolName
+		default:
+			continue
+		}
+		if !slot.ok() {
+			*slot = jv{t, k + 1}
+		}
+	}
+	return m
 }
 
 func (d *RowDecoder) decodeAssistantMessage(e *Event, data jv) {
@@ -1035,18 +1077,40 @@ func (d *RowDecoder) decodeUsage(u jv) *Usage {
 	if !u.ok() || u.Type() != tObject {
 		return nil
 	}
-	get := func(k string) int64 { n, _ := intField(u, k); return n }
-	out := new(Usage)
+	var out *Usage
 	if d.arena != nil {
 		out = d.arena.usages.one()
+	} else {
+		out = new(Usage)
 	}
-	*out = Usage{
-		InputTokens:      get("inputTokens"),
-		OutputTokens:     get("outputTokens"),
-		TotalTokens:      get("totalTokens"),
-		CacheReadTokens:  get("cacheReadTokens"),
-		CacheWriteTokens: get("cacheWriteTokens"),
-		ReasoningTokens:  get("reasoningTokens"),
+	// One walk over the members (the first of each name counts, as for
+	// Get), not one lookup per count.
+	var seen uint8
+	t := u.t
+	end := t.nodes[u.i].next
+	for k := u.i + 1; k < end; k = t.nodes[k+1].next {
+		var dst *int64
+		var bit uint8
+		switch t.str(k) {
+		case "inputTokens":
+			dst, bit = &out.InputTokens, 1
+		case "outputTokens":
+			dst, bit = &out.OutputTokens, 2
+		case "totalTokens":
+			dst, bit = &out.TotalTokens, 4
+		case "cacheReadTokens":
+			dst, bit = &out.CacheReadTokens, 8
+		case "cacheWriteTokens":
+			dst, bit = &out.CacheWriteTokens, 16
+		case "reasoningTokens":
+			dst, bit = &out.ReasoningTokens, 32
+		default:
+			continue
+		}
+		if seen&bit == 0 {
+			seen |= bit
+			*dst, _ = intValue(jv{t, k + 1})
+		}
 	}
 	return out
 }
@@ -1121,7 +1185,12 @@ func (d *RowDecoder) decodeChunk(ch *Chunk, c jv) {
 
 // decodeStream summarizes an embedded stream (docs/format.md §5.3).
 func (d *RowDecoder) decodeStream(s jv) *Stream {
-	st := &Stream{}
+	var st *Stream
+	if d.arena != nil {
+		st = d.arena.streams.one()
+	} else {
+		st = new(Stream)
+	}
 	at := func(t int64) {
 		if !st.HasTimes {
 			st.FirstTime, st.LastTime, st.HasTimes = t, t, true
@@ -1131,15 +1200,16 @@ func (d *RowDecoder) decodeStream(s jv) *Stream {
 	}
 	s.each(func(rec jv) bool {
 		st.Records++
-		switch rec.GetStringBytes("type") {
+		r := readStreamRecord(rec)
+		switch r.typ.String() {
 		case "text-chunks", "reasoning-chunks", "tool-call-chunks":
-			t, _ := intField(rec, "time0")
-			members := rec.Get("texts")
+			t, _ := intValue(r.time0)
+			members := r.texts
 			if !members.ok() {
-				members = rec.Get("args")
+				members = r.args
 			}
 			dts := d.dts[:0]
-			rec.Get("dt").each(func(x jv) bool {
+			r.dt.each(func(x jv) bool {
 				n, _ := x.Int64()
 				dts = append(dts, n)
 				return true
@@ -1161,10 +1231,10 @@ func (d *RowDecoder) decodeStream(s jv) *Stream {
 				return true
 			})
 		case "chunk":
-			t, _ := intField(rec, "time")
+			t, _ := intValue(r.time)
 			at(t)
 			st.Chunks++
-			c := rec.Get("chunk")
+			c := r.chunk
 			switch c.GetStringBytes("type") {
 			case "usage":
 				st.Usage = d.decodeUsage(c.Get("usage"))
@@ -1180,15 +1250,52 @@ func (d *RowDecoder) decodeStream(s jv) *Stream {
 				}
 			}
 		default: // unknown record: keep its time for timing (docs/format.md §13.5)
-			if t, ok := intField(rec, "time"); ok {
+			if t, ok := intValue(r.time); ok {
 				at(t)
-			} else if t, ok := intField(rec, "time0"); ok {
+			} else if t, ok := intValue(r.time0); ok {
 				at(t)
 			}
 		}
 		return true
 	})
 	return st
+}
+
+// streamRecord holds the members of an AssistantStreamRecord that
+// decodeStream reads (the first of each name), found in one walk.
+type streamRecord struct{ typ, time, time0, texts, args, dt, chunk jv }
+
+func readStreamRecord(rec jv) (r streamRecord) {
+	if rec.Type() != tObject {
+		return r
+	}
+	t := rec.t
+	end := t.nodes[rec.i].next
+	for k := rec.i + 1; k < end; k = t.nodes[k+1].next {
+		var slot *jv
+		switch t.str(k) {
+		case "type":
+			slot = &r.typ
+		case "time":
+			slot = &r.time
+		case "time0":
+			slot = &r.time0
+		case "texts":
+			slot = &r.texts
+		case "args":
+			slot = &r.args
+		case "dt":
+			slot = &r.dt
+		case "chunk":
+			slot = &r.chunk
+		default:
+			continue
+		}
+		if !slot.ok() {
+			*slot = jv{t, k + 1}
+		}
+	}
+	return r
 }
 
 // packedKey reports whether a packed row's data may carry key (tool:
