@@ -2,8 +2,10 @@ package sessionlog
 
 import (
 	"strconv"
+	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // jv is a read-only view of one JSON value of a row parsed onto a tape. A
@@ -380,14 +382,15 @@ func (o object) Len() int {
 // escape of a lone surrogate becomes U+FFFD, a surrogate pair one rune.
 func unescape(s string) string {
 	out := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' {
-			out = append(out, c)
-			continue
+	for {
+		i := strings.IndexByte(s, '\\')
+		if i < 0 {
+			out = append(out, s...)
+			break
 		}
-		i++
-		switch s[i] {
+		out = append(out, s[:i]...)
+		s = s[i+1:] // the parser checked: an escape follows
+		switch s[0] {
 		case 'b':
 			out = append(out, '\b')
 		case 'f':
@@ -399,20 +402,23 @@ func unescape(s string) string {
 		case 't':
 			out = append(out, '\t')
 		case 'u':
-			r := hex4(s[i+1:])
-			i += 4
-			if r >= 0xD800 && r < 0xDC00 && len(s)-i > 6 && s[i+1] == '\\' && s[i+2] == 'u' {
-				if r2 := hex4(s[i+3:]); r2 >= 0xDC00 && r2 < 0xE000 {
+			r := hex4(s[1:])
+			s = s[5:]
+			if r >= 0xD800 && r < 0xDC00 && len(s) >= 6 && s[0] == '\\' && s[1] == 'u' {
+				if r2 := hex4(s[2:]); r2 >= 0xDC00 && r2 < 0xE000 {
 					r = utf16.DecodeRune(r, r2)
-					i += 6
+					s = s[6:]
 				}
 			}
 			out = utf8.AppendRune(out, r)
+			continue
 		default: // '"', '\\', '/'
-			out = append(out, s[i])
+			out = append(out, s[0])
 		}
+		s = s[1:]
 	}
-	return string(out)
+	// out is this call's own and never written again.
+	return unsafe.String(unsafe.SliceData(out), len(out))
 }
 
 // unescapedLen is len(unescape(s)).
