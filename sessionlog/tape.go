@@ -194,9 +194,18 @@ value:
 			end++
 		}
 		off = end // the first digit
+		// Eight bytes at a time (a timestamp has 13 digits), then one.
+		for end+8 <= n {
+			if m := nonDigits(binary.LittleEndian.Uint64(b[end:])); m != 0 {
+				end += bits.TrailingZeros64(m) >> 3
+				goto digitsDone
+			}
+			end += 8
+		}
 		for end < n && b[end]-'0' < 10 {
 			end++
 		}
+	digitsDone:
 		plain = false
 		if end > off && (b[off] != '0' || end == off+1) && (end >= n || b[end] != '.' && b[end]|0x20 != 'e') {
 			i, isInt, plain = end, true, end-off <= 18
@@ -334,6 +343,14 @@ func plainString(b []byte, j int) int {
 		j++
 	}
 	return j
+}
+
+// nonDigits flags (bit 7 of each byte) the bytes of x that are no ASCII
+// digit: below '0' (x - 0x30… borrows), above '9' (x + 0x46… carries into
+// bit 7) or ≥ 0x80. As in stops, a flag can be spurious only above a real
+// one, so the lowest flag is the first byte that is no digit.
+func nonDigits(x uint64) uint64 {
+	return ((x - lo8*'0') | (x + lo8*(0x80-'9'-1)) | x) & hi8
 }
 
 // stops flags (bit 7 of each byte) the bytes of x that end a run of plain
