@@ -209,7 +209,7 @@ value:
 		plain = false
 		if end > off && (b[off] != '0' || end == off+1) && (end >= n || b[end] != '.' && b[end]|0x20 != 'e') {
 			i, isInt, plain = end, true, end-off <= 18
-		} else if isInt, msg = scanNumber(b, &i); msg != "" {
+		} else if i, isInt, msg = scanNumberFrom(b, i); msg != "" {
 			syntax = &jsonIssue{code: CodeJSONInvalid, offset: i, msg: msg}
 			goto done
 		}
@@ -311,6 +311,14 @@ done:
 		lossless = nil // a row that is not JSON has no numbers to judge
 	}
 	return syntax, lossless
+}
+
+// scanNumberFrom is scanNumber returning the index after the number, for
+// parse: a variable whose address is taken lives in memory, and parse's
+// position is its hottest variable.
+func scanNumberFrom(b []byte, i int) (end int, isInt bool, err string) {
+	isInt, err = scanNumber(b, &i)
+	return i, isInt, err
 }
 
 // msgBadUTF8 is scanString's message for a byte sequence that is no UTF-8.
