@@ -411,14 +411,24 @@ func scanString(b []byte, i, j int, checkUTF8 bool) (end int, esc bool, msg stri
 				j++
 				break
 			}
-			// A run of non-ASCII text.
-			for j < len(b) && b[j] >= 0x80 {
-				r, size := utf8.DecodeRune(b[j:])
-				if r == utf8.RuneError && size == 1 {
-					return 0, false, msgBadUTF8, j
-				}
-				j += size
+			// A run of non-ASCII text, checked whole: an ASCII byte is no
+			// part of a multi-byte sequence, so the run is valid UTF-8
+			// exactly when its runes are. Only a bad run is walked rune by
+			// rune, for the offset of its first bad byte.
+			k := j + 1
+			for k < len(b) && b[k] >= 0x80 {
+				k++
 			}
+			if !utf8.Valid(b[j:k]) {
+				for {
+					r, size := utf8.DecodeRune(b[j:])
+					if r == utf8.RuneError && size == 1 {
+						return 0, false, msgBadUTF8, j
+					}
+					j += size
+				}
+			}
+			j = k
 		}
 		j = plainString(b, j)
 	}
