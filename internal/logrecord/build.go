@@ -44,6 +44,11 @@ type Tracker struct {
 	max      int
 	sessions map[string]*position
 	order    []string // insertion order, for a cheap bound
+
+	// last is the position found last and its session: the rows of a
+	// batch come session by session, so most lookups need no hashing.
+	last     *position
+	lastName string
 }
 
 type position struct {
@@ -64,9 +69,13 @@ func NewTracker(maxSessions int) *Tracker {
 }
 
 func (t *Tracker) position(session string) *position {
+	if t.last != nil && session == t.lastName {
+		return t.last
+	}
 	p := t.sessions[session]
 	if p == nil {
 		if len(t.sessions) >= t.max {
+			t.last = nil
 			// Forget the oldest half at once: amortized O(1) per session.
 			drop := t.order[:len(t.order)/2]
 			for _, id := range drop {
@@ -79,6 +88,7 @@ func (t *Tracker) position(session string) *position {
 		t.sessions[session] = p
 		t.order = append(t.order, session)
 	}
+	t.last, t.lastName = p, p.cur.Session()
 	return p
 }
 

@@ -35,6 +35,7 @@ func (t *Tracker) Restore(session string, saved Position) {
 	if saved.cur == nil {
 		if _, ok := t.sessions[session]; ok {
 			delete(t.sessions, session)
+			t.last = nil
 			// The session was most likely added just now: search from the end.
 			for i := len(t.order) - 1; i >= 0; i-- {
 				if t.order[i] == session {

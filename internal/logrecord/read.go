@@ -56,6 +56,10 @@ type Reader struct {
 	cur   *sessionlog.Arena
 
 	shallow bool
+
+	// last is the state found last and its session (see Tracker.last).
+	last     *readState
+	lastName string
 }
 
 // SetShallow makes the reader decode the rows of the sessions it meets
@@ -64,6 +68,7 @@ type Reader struct {
 func (r *Reader) SetShallow(on bool) { r.shallow = on }
 
 type readState struct {
+	id     string // the session's, owned
 	dec    *sessionlog.RowDecoder
 	header *sessionlog.Header
 }
@@ -77,9 +82,13 @@ func NewReader(maxSessions int) *Reader {
 }
 
 func (r *Reader) state(session string) *readState {
+	if r.last != nil && session == r.lastName {
+		return r.last
+	}
 	s := r.sessions[session]
 	if s == nil {
 		if len(r.sessions) >= r.max {
+			r.last = nil
 			drop := r.order[:len(r.order)/2]
 			for _, id := range drop {
 				delete(r.sessions, id)
@@ -89,14 +98,21 @@ func (r *Reader) state(session string) *readState {
 		s = &readState{dec: sessionlog.NewRowDecoder(0, 0)}
 		s.dec.SetShallow(r.shallow)
 		session = strings.Clone(session) // kept: no view into a record
+		s.id = session
 		r.sessions[session] = s
 		r.order = append(r.order, session)
 	}
+	r.last, r.lastName = s, s.id
 	return s
 }
 
 // Forget drops what the Reader keeps of a session.
-func (r *Reader) Forget(session string) { delete(r.sessions, session) }
+func (r *Reader) Forget(session string) {
+	delete(r.sessions, session)
+	if session == r.lastName {
+		r.last = nil
+	}
+}
 
 // stringBytes views a record's string as bytes without copying it. The
 // decoder only reads its input (the Row it returns keeps the slice as
