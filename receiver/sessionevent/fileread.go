@@ -94,7 +94,7 @@ func (t *fileSource) read(ctx context.Context, tf *tailedFile) {
 	live.dec.SetArena(nil)
 	live.arena.Reset()
 	fileArenas.Put(live.arena)
-	live.arena = nil
+	live.arena, live.arenaRows = nil, 0
 	if readErr != nil {
 		// Delivery refused (or shutting down): nothing was committed. The
 		// reader is rebuilt from the checkpoint on the next try.
@@ -137,6 +137,11 @@ func (b *fileBatch) full() bool { return b.n >= batchRows || b.bytes >= batchByt
 
 // errRefused: the next consumer refused a batch with a retryable error.
 var errRefused = errors.New("delivery refused")
+
+// fileArenas are the arenas the reads of files borrow (read): one per read
+// under way, not one per file. arenaRows is how many rows a read decodes
+// into its arena before resetting it.
+const arenaRows = 64
 
 // fileArenas are the arenas the reads of files borrow (read): one per read
 // under way, not one per file.
@@ -360,7 +365,10 @@ func (t *fileSource) handleRow(ctx context.Context, tf *tailedFile, b []byte, re
 	if len(bytes.TrimSpace(b)) == 0 {
 		return false
 	}
-	live.arena.Reset() // the row before is handled: nothing of it is kept
+	if live.arenaRows++; live.arenaRows > arenaRows {
+		live.arena.Reset() // the rows before are handled: nothing of them is kept
+		live.arenaRows = 1
+	}
 	row, err := live.dec.Decode(b, live.line)
 	if err != nil {
 		if !replay {

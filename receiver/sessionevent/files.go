@@ -126,13 +126,16 @@ type tailedFile struct {
 // tracker's state at pos, and the checkpoint the next delivery commits.
 type liveState struct {
 	dec *sessionlog.RowDecoder
-	// arena holds the row being handled while a read of the file is under
+	// arena holds the rows being handled while a read of the file is under
 	// way (borrowed from fileArenas for it): a row is done with once it is
-	// handled (handleRow), so each reuses the memory of the one before.
-	arena   *sessionlog.Arena
-	tracker *logrecord.Tracker
-	line    int
-	pos     int64
+	// handled (handleRow), so the arena is reset every arenaRows rows (one
+	// reset per row cost more than the clearing it does) and when the read
+	// ends. arenaRows counts the rows in it.
+	arena     *sessionlog.Arena
+	arenaRows int
+	tracker   *logrecord.Tracker
+	line      int
+	pos       int64
 	// replayUntil: rows ending at or before it were delivered before; they
 	// only feed the decoder and the tracker.
 	replayUntil int64
