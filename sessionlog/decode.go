@@ -953,32 +953,33 @@ func (d *RowDecoder) messageOf(data jv) jv {
 
 func (d *RowDecoder) decodeToolResult(e *Event, data jv) {
 	msg := d.messageOf(data)
-	m := readResultMessage(msg)
-	e.Role = m.role.String()
-	e.MessageID = m.id.String()
-	srcKind, srcCallID := m.source.get2("kind", "callId")
+	var m [rmMembers]jv
+	msg.gather(resultMessageMember, m[:])
+	e.Role = m[rmRole].String()
+	e.MessageID = m[rmID].String()
+	srcKind, srcCallID := m[rmSource].get2("kind", "callId")
 	e.SourceKind = srcKind.String()
 	e.SyntheticResult = strings.HasPrefix(e.MessageID, "interrupted-tool-result-")
 	// Call id, first of: toolCallId, source.callId, the tool-result block (docs/format.md §13.3).
-	block := m.content.Get("0")
+	block := m[rmContent].Get("0")
 	switch {
-	case m.toolCallID.ok():
-		e.CallID = m.toolCallID.String()
+	case m[rmToolCallID].ok():
+		e.CallID = m[rmToolCallID].String()
 		if e.Role == "tool" {
 			d.evidence(4, false)
 		}
 	case srcCallID.ok():
 		e.CallID = srcCallID.String()
-	case m.callID.ok():
-		e.CallID = m.callID.String()
+	case m[rmCallID].ok():
+		e.CallID = m[rmCallID].String()
 	case block.ok() && block.GetStringBytes("type") == "tool-result":
 		e.CallID = block.GetStringBytes("toolCallId")
 	}
 	// Error flag (docs/format.md §13.4).
 	dataErr := data.Get("error")
 	switch {
-	case m.isError.ok():
-		e.IsError = m.isError.Type() == tTrue
+	case m[rmIsError].ok():
+		e.IsError = m[rmIsError].Type() == tTrue
 	case block.ok() && block.Get("isError").ok():
 		e.IsError = block.GetBool("isError")
 	default:
@@ -986,52 +987,49 @@ func (d *RowDecoder) decodeToolResult(e *Event, data jv) {
 	}
 	e.ErrorCode = dataErr.GetStringBytes("code")
 	e.HasErrorDetail = dataErr.ok()
-	if m.toolName.ok() {
-		e.ToolName = m.toolName.String()
+	if m[rmToolName].ok() {
+		e.ToolName = m[rmToolName].String()
 		d.evidence(0, true)
 	}
-	if m.content.Type() == tString {
+	if m[rmContent].Type() == tString {
 		d.evidence(0, true)
 	}
 }
 
-// resultMessage holds the members of a tool result's message that
-// decodeToolResult reads (the first of each name), found in one walk.
-type resultMessage struct{ role, id, source, content, toolCallID, callID, isError, toolName jv }
+// The members of a tool result's message that decodeToolResult reads,
+// found in one walk (jv.gather): their indexes, and the key of each.
+const (
+	rmRole = iota
+	rmID
+	rmSource
+	rmContent
+	rmToolCallID
+	rmCallID
+	rmIsError
+	rmToolName
+	rmMembers
+)
 
-func readResultMessage(msg jv) (m resultMessage) {
-	if msg.Type() != tObject {
-		return m
+func resultMessageMember(key string) int {
+	switch key {
+	case "role":
+		return rmRole
+	case "id":
+		return rmID
+	case "source":
+		return rmSource
+	case "content":
+		return rmContent
+	case "toolCallId":
+		return rmToolCallID
+	case "callId":
+		return rmCallID
+	case "isError":
+		return rmIsError
+	case "toolName":
+		return rmToolName
 	}
-	t := msg.t
-	end := t.nodes[msg.i].next
-	for k := msg.i + 1; k < end; k = t.nodes[k+1].next {
-		var slot *jv
-		switch t.str(k) {
-		case "role":
-			slot = &m.role
-		case "id":
-			slot = &m.id
-		case "source":
-			slot = &m.source
-		case "content":
-			slot = &m.content
-		case "toolCallId":
-			slot = &m.toolCallID
-		case "callId":
-			slot = &m.callID
-		case "isError":
-			slot = &m.isError
-		case "toolName":
-			slot = &m.toolName
-		default:
-			continue
-		}
-		if !slot.ok() {
-			*slot = jv{t, k + 1}
-		}
-	}
-	return m
+	return -1
 }
 
 func (d *RowDecoder) decodeAssistantMessage(e *Event, data jv) {
@@ -1200,16 +1198,17 @@ func (d *RowDecoder) decodeStream(s jv) *Stream {
 	}
 	s.each(func(rec jv) bool {
 		st.Records++
-		r := readStreamRecord(rec)
-		switch r.typ.String() {
+		var r [srMembers]jv
+		rec.gather(streamRecordMember, r[:])
+		switch r[srType].String() {
 		case "text-chunks", "reasoning-chunks", "tool-call-chunks":
-			t, _ := intValue(r.time0)
-			members := r.texts
+			t, _ := intValue(r[srTime0])
+			members := r[srTexts]
 			if !members.ok() {
-				members = r.args
+				members = r[srArgs]
 			}
 			dts := d.dts[:0]
-			r.dt.each(func(x jv) bool {
+			r[srDt].each(func(x jv) bool {
 				n, _ := x.Int64()
 				dts = append(dts, n)
 				return true
@@ -1231,10 +1230,10 @@ func (d *RowDecoder) decodeStream(s jv) *Stream {
 				return true
 			})
 		case "chunk":
-			t, _ := intValue(r.time)
+			t, _ := intValue(r[srTime])
 			at(t)
 			st.Chunks++
-			c := r.chunk
+			c := r[srChunk]
 			switch c.GetStringBytes("type") {
 			case "usage":
 				st.Usage = d.decodeUsage(c.Get("usage"))
@@ -1250,9 +1249,9 @@ func (d *RowDecoder) decodeStream(s jv) *Stream {
 				}
 			}
 		default: // unknown record: keep its time for timing (docs/format.md §13.5)
-			if t, ok := intValue(r.time); ok {
+			if t, ok := intValue(r[srTime]); ok {
 				at(t)
-			} else if t, ok := intValue(r.time0); ok {
+			} else if t, ok := intValue(r[srTime0]); ok {
 				at(t)
 			}
 		}
@@ -1261,41 +1260,37 @@ func (d *RowDecoder) decodeStream(s jv) *Stream {
 	return st
 }
 
-// streamRecord holds the members of an AssistantStreamRecord that
-// decodeStream reads (the first of each name), found in one walk.
-type streamRecord struct{ typ, time, time0, texts, args, dt, chunk jv }
+// The members of an AssistantStreamRecord that decodeStream reads, found
+// in one walk (jv.gather): their indexes, and the key of each.
+const (
+	srType = iota
+	srTime
+	srTime0
+	srTexts
+	srArgs
+	srDt
+	srChunk
+	srMembers
+)
 
-func readStreamRecord(rec jv) (r streamRecord) {
-	if rec.Type() != tObject {
-		return r
+func streamRecordMember(key string) int {
+	switch key {
+	case "type":
+		return srType
+	case "time":
+		return srTime
+	case "time0":
+		return srTime0
+	case "texts":
+		return srTexts
+	case "args":
+		return srArgs
+	case "dt":
+		return srDt
+	case "chunk":
+		return srChunk
 	}
-	t := rec.t
-	end := t.nodes[rec.i].next
-	for k := rec.i + 1; k < end; k = t.nodes[k+1].next {
-		var slot *jv
-		switch t.str(k) {
-		case "type":
-			slot = &r.typ
-		case "time":
-			slot = &r.time
-		case "time0":
-			slot = &r.time0
-		case "texts":
-			slot = &r.texts
-		case "args":
-			slot = &r.args
-		case "dt":
-			slot = &r.dt
-		case "chunk":
-			slot = &r.chunk
-		default:
-			continue
-		}
-		if !slot.ok() {
-			*slot = jv{t, k + 1}
-		}
-	}
-	return r
+	return -1
 }
 
 // packedKey reports whether a packed row's data may carry key (tool:

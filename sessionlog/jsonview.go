@@ -110,6 +110,23 @@ func (v jv) get1(key string) jv {
 	return jv{}
 }
 
+// gather looks up several members of an object in one walk: out[member(k)]
+// is set to the value of the first member named k (as Get finds it), for
+// every key k that member maps to an index of out (-1: a key the caller
+// does not read). Nothing is set when v is no object.
+func (v jv) gather(member func(key string) int, out []jv) {
+	if v.Type() != tObject {
+		return
+	}
+	t := v.t
+	end := t.nodes[v.i].next
+	for k := v.i + 1; k < end; k = t.nodes[k+1].next {
+		if x := member(t.str(k)); x >= 0 && !out[x].ok() {
+			out[x] = jv{t, k + 1}
+		}
+	}
+}
+
 // get2 is get1(k1), get1(k2) of an object in one walk over its members.
 func (v jv) get2(k1, k2 string) (a, b jv) {
 	if v.t == nil || v.t.nodes[v.i].typ != tObject {
