@@ -1081,36 +1081,33 @@ func (d *RowDecoder) decodeUsage(u jv) *Usage {
 	} else {
 		out = new(Usage)
 	}
-	// One walk over the members (the first of each name counts, as for
-	// Get), not one lookup per count.
-	var seen uint8
-	t := u.t
-	end := t.nodes[u.i].next
-	for k := u.i + 1; k < end; k = t.nodes[k+1].next {
-		var dst *int64
-		var bit uint8
-		switch t.str(k) {
-		case "inputTokens":
-			dst, bit = &out.InputTokens, 1
-		case "outputTokens":
-			dst, bit = &out.OutputTokens, 2
-		case "totalTokens":
-			dst, bit = &out.TotalTokens, 4
-		case "cacheReadTokens":
-			dst, bit = &out.CacheReadTokens, 8
-		case "cacheWriteTokens":
-			dst, bit = &out.CacheWriteTokens, 16
-		case "reasoningTokens":
-			dst, bit = &out.ReasoningTokens, 32
-		default:
-			continue
-		}
-		if seen&bit == 0 {
-			seen |= bit
-			*dst, _ = intValue(jv{t, k + 1})
-		}
+	// One walk over the members, not one lookup per count.
+	var m [6]jv
+	u.gather(usageMember, m[:])
+	for x, dst := range [...]*int64{&out.InputTokens, &out.OutputTokens, &out.TotalTokens,
+		&out.CacheReadTokens, &out.CacheWriteTokens, &out.ReasoningTokens} {
+		*dst, _ = intValue(m[x])
 	}
 	return out
+}
+
+// usageMember is the index of a TokenUsage count in decodeUsage's order.
+func usageMember(key string) int {
+	switch key {
+	case "inputTokens":
+		return 0
+	case "outputTokens":
+		return 1
+	case "totalTokens":
+		return 2
+	case "cacheReadTokens":
+		return 3
+	case "cacheWriteTokens":
+		return 4
+	case "reasoningTokens":
+		return 5
+	}
+	return -1
 }
 
 func decodeFailure(f jv) *Failure {
