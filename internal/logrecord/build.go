@@ -45,10 +45,9 @@ type Tracker struct {
 	sessions map[string]*position
 	order    []string // insertion order, for a cheap bound
 
-	// last is the position found last and its session: the rows of a
-	// batch come session by session, so most lookups need no hashing.
-	last     *position
-	lastName string
+	// last is the position found last: the rows of a batch come session
+	// by session, so most lookups need no hashing.
+	last *position
 }
 
 type position struct {
@@ -69,7 +68,7 @@ func NewTracker(maxSessions int) *Tracker {
 }
 
 func (t *Tracker) position(session string) *position {
-	if t.last != nil && session == t.lastName {
+	if t.last != nil && session == t.last.cur.Session() {
 		return t.last
 	}
 	p := t.sessions[session]
@@ -88,7 +87,7 @@ func (t *Tracker) position(session string) *position {
 		t.sessions[session] = p
 		t.order = append(t.order, session)
 	}
-	t.last, t.lastName = p, p.cur.Session()
+	t.last = p
 	return p
 }
 

@@ -57,9 +57,8 @@ type Reader struct {
 
 	shallow bool
 
-	// last is the state found last and its session (see Tracker.last).
-	last     *readState
-	lastName string
+	// last is the state found last (see Tracker.last).
+	last *readState
 }
 
 // SetShallow makes the reader decode the rows of the sessions it meets
@@ -82,7 +81,7 @@ func NewReader(maxSessions int) *Reader {
 }
 
 func (r *Reader) state(session string) *readState {
-	if r.last != nil && session == r.lastName {
+	if r.last != nil && session == r.last.id {
 		return r.last
 	}
 	s := r.sessions[session]
@@ -102,14 +101,14 @@ func (r *Reader) state(session string) *readState {
 		r.sessions[session] = s
 		r.order = append(r.order, session)
 	}
-	r.last, r.lastName = s, s.id
+	r.last = s
 	return s
 }
 
 // Forget drops what the Reader keeps of a session.
 func (r *Reader) Forget(session string) {
 	delete(r.sessions, session)
-	if session == r.lastName {
+	if r.last != nil && session == r.last.id {
 		r.last = nil
 	}
 }
