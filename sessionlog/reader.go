@@ -153,8 +153,10 @@ func newReader(r io.Reader) (*bufio.Reader, bool) {
 
 // finish ends the stream: Next returns io.EOF from now on and reads and
 // decodes nothing more, so the tape goes back to its pool and a plain
-// stream's read buffer is kept for reuse (the rows never share it:
-// readLine copies them out). A compressed stream's
+// stream's read buffer is kept for reuse (no row views it any more:
+// without ReuseRows readLine copies the rows out, and with it the row
+// returned before is done with by the Next that reaches the end; a row
+// returned with a fatal error keeps the buffer, see next). A compressed stream's
 // buffers stay with the zstd decoder, which reads from one of them.
 func (d *Decoder) finish() {
 	d.done = true
@@ -263,6 +265,9 @@ func (d *Decoder) next() (*Row, error) {
 			row.Offset = off
 		}
 		if derr != nil {
+			if d.reuse != nil {
+				d.ownSrc = false // the row may view the read buffer: not pooled
+			}
 			d.finish()
 			return row, derr
 		}
@@ -281,7 +286,10 @@ func blank(b []byte) bool {
 }
 
 // readLine returns the next line without its newline, as a fresh slice the
-// caller owns (with ReuseRows, the stream's line buffer). A line over the limit is consumed and dropped (tooLong).
+// caller owns; with ReuseRows, a view of the Decoder's read buffer when the
+// whole line is in it and the buffer is the Decoder's own, else the
+// stream's line buffer. A line over the limit is consumed and dropped
+// (tooLong).
 func (d *Decoder) readLine() (line []byte, tooLong bool, err error) {
 	var acc []byte
 	if d.reuse != nil {
@@ -304,10 +312,16 @@ func (d *Decoder) readLine() (line []byte, tooLong bool, err error) {
 			if len(acc) == 0 && err == nil {
 				// The common case: the whole line in one fragment.
 				var out []byte
-				if d.reuse != nil {
+				switch {
+				case d.reuse != nil && (d.br != d.src || d.ownSrc):
+					// The read buffer is the Decoder's and is read
+					// again only by the next Next, which ends the
+					// row's validity (ReuseRows): the row views it.
+					out = frag[: len(frag)-1 : len(frag)-1]
+				case d.reuse != nil:
 					out = append(d.reuse.line[:0], frag[:len(frag)-1]...)
 					d.reuse.line = out
-				} else {
+				default:
 					out = make([]byte, len(frag)-1)
 					copy(out, frag)
 				}
