@@ -38,6 +38,9 @@ type Validator struct {
 	pending    turnmodel.Calls
 
 	surface []int64
+	// surface0 holds the first nodes of the surface: a validator per log,
+	// and most logs' surfaces fit, so it takes no allocation of its own.
+	surface0 [32]int64
 
 	// gaps are seq gaps inside the open step, held until an assistant/message
 	// of the step cites every missing seq (an elided chunk run, as dsh's
@@ -66,7 +69,9 @@ type advertisedCall struct {
 
 // NewValidator returns a Validator for one session.
 func NewValidator() *Validator {
-	return &Validator{lastSeq: -1, nextTurn: 1, nextStep: 1}
+	v := &Validator{lastSeq: -1, nextTurn: 1, nextStep: 1}
+	v.surface = v.surface0[:0]
+	return v
 }
 
 // TrackSurface turns surface tracking on (the default) or off. Off, the
@@ -451,7 +456,8 @@ func (v *Validator) surfaceOp(e *Event, out []Violation) []Violation {
 }
 
 // ApplyReplace applies a replace surfaceOp to surface (docs/format.md §8.2) and returns the
-// new surface. When the range is not on the surface it returns the surface
+// new surface, built in surface's memory (the caller's slice is
+// overwritten). When the range is not on the surface it returns the surface
 // unchanged with the violation code and message; a range whose nodes are not
 // all cited is applied and reported.
 func ApplyReplace(surface []int64, e *Event) (next []int64, code, msg string) {
@@ -473,7 +479,9 @@ func ApplyReplace(surface []int64, e *Event) (next []int64, code, msg string) {
 			break
 		}
 	}
-	next = append(surface[:i:i], e.Seq)
-	next = append(next, surface[j+1:]...)
+	// In place: the range's first node becomes the replacing event and the
+	// nodes after the range move up over the rest of it.
+	surface[i] = e.Seq
+	next = append(surface[:i+1], surface[j+1:]...)
 	return next, code, msg
 }
