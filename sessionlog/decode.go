@@ -79,9 +79,6 @@ type RowDecoder struct {
 	// otherwise each Decode takes one from the pool.
 	tape *tape
 
-	// dts is decodePacked's scratch for a packed row's dt values.
-	dts []int64
-
 	// The detail and chunk of the event being decoded, allocated with its
 	// row (see newEventRow); nil when the row has none.
 	det   *Detail
@@ -1142,9 +1139,11 @@ func decodeReason(v jv) Reason {
 
 func (d *RowDecoder) decodeFinish(c jv) *Finish {
 	reason := c.Get("reason")
-	f := new(Finish)
+	var f *Finish
 	if d.arena != nil {
 		f = d.arena.finishes.one()
+	} else {
+		f = new(Finish)
 	}
 	f.Kind = string(reason.GetStringBytes("kind"))
 	f.Failure = decodeFailure(reason.Get("failure"))
@@ -1204,15 +1203,13 @@ func (d *RowDecoder) decodeStream(s jv) *Stream {
 			if !members.ok() {
 				members = r[srArgs]
 			}
-			dts := d.dts[:0]
+			dts := s.t.ints[:0]
 			r[srDt].each(func(x jv) bool {
 				n, _ := x.Int64()
 				dts = append(dts, n)
 				return true
 			})
-			if cap(dts) <= maxPooledNodes {
-				d.dts = dts[:0]
-			}
+			s.t.ints = dts[:0]
 			k := 0
 			members.each(func(m jv) bool {
 				if k > 0 && k-1 < len(dts) {
@@ -1373,7 +1370,7 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	dt := data.Get("dt")
 	nDt := 0
 	dtOK := true // every entry a safe integer
-	dts := d.dts[:0]
+	dts := data.t.ints[:0]
 	for x, end := dt.elems(); x.i < end; x.i++ {
 		n, ok := safeInt(x)
 		if !ok {
@@ -1383,9 +1380,7 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 		dts = append(dts, n)
 		nDt++
 	}
-	if cap(dts) <= maxPooledNodes {
-		d.dts = dts[:0]
-	}
+	data.t.ints = dts[:0]
 	switch {
 	case !membersOK:
 		fail(seq0+int64(nMembers), fmt.Sprintf("%s member %d is not a string", membersKey, nMembers))

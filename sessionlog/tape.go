@@ -28,6 +28,10 @@ type tape struct {
 	s     string // the row, viewed as a string
 	nodes []tnode
 	stack []uint32 // the open containers' nodes while parsing
+	// ints is the decoder's scratch for the integers of an array it reads
+	// whole (the dt values of a packed row or a stream record), kept with
+	// the tape so that it is pooled with it.
+	ints []int64
 }
 
 // tnode is one JSON value of a row (or an object member's key).
@@ -69,6 +73,9 @@ func putTape(t *tape) {
 	}
 	if cap(t.stack) > maxParserDepth {
 		t.stack = nil
+	}
+	if cap(t.ints) > maxPooledNodes {
+		t.ints = nil
 	}
 	tapePool.Put(t)
 }
