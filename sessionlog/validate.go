@@ -38,9 +38,6 @@ type Validator struct {
 	pending    turnmodel.Calls
 
 	surface []int64
-	// surface0 holds the first nodes of the surface: a validator per log,
-	// and most logs' surfaces fit, so it takes no allocation of its own.
-	surface0 [32]int64
 
 	// gaps are seq gaps inside the open step, held until an assistant/message
 	// of the step cites every missing seq (an elided chunk run, as dsh's
@@ -69,9 +66,7 @@ type advertisedCall struct {
 
 // NewValidator returns a Validator for one session.
 func NewValidator() *Validator {
-	v := &Validator{lastSeq: -1, nextTurn: 1, nextStep: 1}
-	v.surface = v.surface0[:0]
-	return v
+	return &Validator{lastSeq: -1, nextTurn: 1, nextStep: 1}
 }
 
 // TrackSurface turns surface tracking on (the default) or off. Off, the
@@ -444,6 +439,9 @@ func (v *Validator) surfaceOp(e *Event, out []Violation) []Violation {
 		out = append(out, Violation{Line: e.Row.Line, Seq: e.Seq, Code: CodeSurfaceOpMissing,
 			Message: fmt.Sprintf("%s is a surface event and must carry surfaceOp", e.Type)})
 	case SurfaceAppend:
+		if v.surface == nil { // room for most logs' surfaces at once
+			v.surface = make([]int64, 0, 32)
+		}
 		v.surface = append(v.surface, e.Seq)
 	case SurfaceReplace:
 		next, code, msg := ApplyReplace(v.surface, e)
