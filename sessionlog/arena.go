@@ -135,13 +135,13 @@ func (s *slab[T]) reset(zero bool) {
 	if s.b == 0 && s.i == 0 {
 		return // nothing handed out since the last reset
 	}
-	for k, n := range s.used {
-		if n > 0 {
-			if zero {
-				clear(s.blocks[k][:n])
-			}
-			s.used[k] = 0
+	// Blocks are handed out in order: only those up to the one in use
+	// have anything to free.
+	for k := range s.used[:s.b+1] {
+		if zero {
+			clear(s.blocks[k][:s.used[k]])
 		}
+		s.used[k] = 0
 	}
 	s.b, s.i = 0, 0
 }
