@@ -3,6 +3,7 @@ package sessionlog_test
 import (
 	"bufio"
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -143,11 +144,39 @@ func TestDecoderReuseRows(t *testing.T) {
 			if plain.Format() != reuse.Format() {
 				t.Fatalf("%s: row %d: format %v with ReuseRows, %v without", p, n, reuse.Format(), plain.Format())
 			}
+			if !reflect.DeepEqual(plain.Header(), reuse.Header()) {
+				t.Fatalf("%s: row %d: header %+v with ReuseRows, %+v without", p, n, reuse.Header(), plain.Header())
+			}
 		}
 		if !reflect.DeepEqual(plain.Tail(), reuse.Tail()) {
 			t.Fatalf("%s: tail %v with ReuseRows, %v without", p, reuse.Tail(), plain.Tail())
 		}
 		plain.Close()
 		reuse.Close()
+	}
+}
+
+// The header a ReuseRows Decoder reports stays the header row's after the
+// memory of that row is reused: a log many read buffers long.
+func TestDecoderReuseRowsHeader(t *testing.T) {
+	var b bytes.Buffer
+	b.WriteString(`{"type":"session","version":2,"id":"sess-abc","createdAt":1,"delegationDepth":0,"isSeeded":false,"cwd":"/work/x","parentSession":"sess-parent","origin":"cli","agentPreset":"code"}` + "\n")
+	for i := range 20000 {
+		fmt.Fprintf(&b, `{"type":"llm/retry-started","seq":%d,"time":1787000000000,"data":{"retry":1}}`+"\n", i)
+	}
+	want := sessionlog.Header{Version: 2, HasVersion: true, ID: "sess-abc", CreatedAt: 1, Cwd: "/work/x",
+		ParentSession: "sess-parent", Origin: "cli", AgentPreset: "code", HasIsSeeded: true}
+	dec, err := sessionlog.NewDecoder(bytes.NewReader(b.Bytes()), sessionlog.Options{ReuseRows: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dec.Close()
+	for n := 1; ; n++ {
+		if _, err := dec.Next(); err != nil {
+			break
+		}
+		if h := dec.Header(); h == nil || *h != want {
+			t.Fatalf("after row %d: header %+v, want %+v", n, h, want)
+		}
 	}
 }

@@ -518,7 +518,10 @@ func (d *RowDecoder) decodeHeader(r *Row, v jv) error {
 		h.Version, h.HasVersion = n, true
 	}
 	bad := func(msg string) { r.problem(-1, CodeHeaderInvalid, msg) }
-	h.ID = string(v.GetStringBytes("id"))
+	// The header outlives its row (Decoder.Header, RowDecoder.Header): its
+	// strings are copies, not views of memory a ReuseRows Decoder or an
+	// arena's caller reuses.
+	h.ID = strings.Clone(v.GetStringBytes("id"))
 	if h.ID == "" {
 		bad("header needs a non-empty string \"id\"")
 	}
@@ -534,10 +537,10 @@ func (d *RowDecoder) decodeHeader(r *Row, v jv) error {
 		// Required on disk by the format, but early v0 writers omitted it.
 		bad("header needs an integer \"delegationDepth\"")
 	}
-	h.Cwd = string(v.GetStringBytes("cwd"))
-	h.ParentSession = string(v.GetStringBytes("parentSession"))
-	h.Origin = string(v.GetStringBytes("origin"))
-	h.AgentPreset = string(v.GetStringBytes("agentPreset"))
+	h.Cwd = strings.Clone(v.GetStringBytes("cwd"))
+	h.ParentSession = strings.Clone(v.GetStringBytes("parentSession"))
+	h.Origin = strings.Clone(v.GetStringBytes("origin"))
+	h.AgentPreset = strings.Clone(v.GetStringBytes("agentPreset"))
 	if n, ok := intField(v, "seedLength"); ok {
 		h.SeedLength, h.HasSeedLength = n, true
 	}
