@@ -26,6 +26,18 @@ type Arena struct {
 	finishes slab[Finish]
 	streams  slab[Stream]
 	seqs     slab[int64]
+
+	// tape is the parse scratch of the decoders the arena is set on (one
+	// row at a time, as the arena is used): no pool round trip per row.
+	tape *tape
+}
+
+// parseTape is the arena's tape, made at first use.
+func (a *Arena) parseTape() *tape {
+	if a.tape == nil {
+		a.tape = new(tape)
+	}
+	return a.tape
 }
 
 // Reset frees everything handed out since the last Reset.
@@ -49,6 +61,12 @@ func (a *Arena) Reset() {
 	a.finishes.reset(!p)
 	a.streams.reset(!p)
 	a.seqs.reset(!p)
+	if t := a.tape; t != nil {
+		t.s = "" // no row held
+		if cap(t.nodes) > maxPooledNodes || cap(t.ints) > maxPooledNodes {
+			a.tape = nil // grown by a huge row: left to the garbage collector
+		}
+	}
 }
 
 // With DSH_ARENA_POISON=1 in the environment (tests set it), Reset first

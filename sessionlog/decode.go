@@ -76,7 +76,8 @@ type RowDecoder struct {
 	header      *Header
 
 	// tape, when set, parses every row (a Decoder lends its own);
-	// otherwise each Decode takes one from the pool.
+	// otherwise each Decode parses on the arena's, or takes one from the
+	// pool.
 	tape *tape
 
 	// The detail and chunk of the event being decoded, allocated with its
@@ -241,8 +242,12 @@ func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 	}
 	t := d.tape
 	if t == nil {
-		t = getTape()
-		defer putTape(t)
+		if d.arena != nil {
+			t = d.arena.parseTape()
+		} else {
+			t = getTape()
+			defer putTape(t)
+		}
 	}
 	// A row that parses is valid UTF-8 (parse checks the strings, JSON has
 	// non-ASCII bytes nowhere else); bad UTF-8 anywhere comes first.
