@@ -895,19 +895,22 @@ func (d *RowDecoder) decodeDetail(e *Event, data jv) {
 	case "tool/result":
 		d.decodeToolResult(e, data)
 	case "user/message":
-		e.Role = string(data.GetStringBytes("role"))
-		e.MessageID = string(data.GetStringBytes("id"))
-		e.SourceKind = string(data.GetStringBytes("source", "kind"))
-		e.ContentEmpty = data.Get("content").arrayLen() == 0
-		if !data.Get("id").ok() {
+		var m [rmMembers]jv
+		data.gather(resultMessageMember, m[:])
+		e.Role = m[rmRole].String()
+		e.MessageID = m[rmID].String()
+		e.SourceKind = m[rmSource].Get("kind").String()
+		e.ContentEmpty = m[rmContent].arrayLen() == 0
+		if !m[rmID].ok() {
 			d.evidence(0, true)
 		}
 	case "system/message", "developer/message":
-		msg := data.Get("message")
-		e.Role = string(msg.GetStringBytes("role"))
-		e.MessageID = string(msg.GetStringBytes("id"))
-		e.SourceKind = string(msg.GetStringBytes("source", "kind"))
-		e.ContentEmpty = msg.Get("content").arrayLen() == 0
+		var m [rmMembers]jv
+		data.Get("message").gather(resultMessageMember, m[:])
+		e.Role = m[rmRole].String()
+		e.MessageID = m[rmID].String()
+		e.SourceKind = m[rmSource].Get("kind").String()
+		e.ContentEmpty = m[rmContent].arrayLen() == 0
 		if e.Type == "developer/message" {
 			d.evidence(4, false)
 		} else {
@@ -1001,8 +1004,9 @@ func (d *RowDecoder) decodeToolResult(e *Event, data jv) {
 	}
 }
 
-// The members of a tool result's message that decodeToolResult reads,
-// found in one walk (jv.gather): their indexes, and the key of each.
+// The members of a message that the decoder reads (all of them for a tool
+// result's; role, id, source and content for the other messages), found
+// in one walk (jv.gather): their indexes, and the key of each.
 const (
 	rmRole = iota
 	rmID
@@ -1038,13 +1042,16 @@ func resultMessageMember(key string) int {
 }
 
 func (d *RowDecoder) decodeAssistantMessage(e *Event, data jv) {
-	msg := d.messageOf(data)
-	e.Role = string(msg.GetStringBytes("role"))
-	e.MessageID = string(msg.GetStringBytes("id"))
-	e.SourceKind = string(msg.GetStringBytes("source", "kind"))
-	e.Provider = string(msg.GetStringBytes("source", "provider"))
-	e.Model = string(msg.GetStringBytes("source", "model"))
-	content := msg.Get("content")
+	var m [rmMembers]jv
+	d.messageOf(data).gather(resultMessageMember, m[:])
+	e.Role = m[rmRole].String()
+	e.MessageID = m[rmID].String()
+	var src [smMembers]jv
+	m[rmSource].gather(sourceMember, src[:])
+	e.SourceKind = src[smKind].String()
+	e.Provider = src[smProvider].String()
+	e.Model = src[smModel].String()
+	content := m[rmContent]
 	e.ContentEmpty = content.arrayLen() == 0
 	content.each(func(b jv) bool {
 		switch string(b.GetStringBytes("type")) {
@@ -1094,6 +1101,27 @@ func (d *RowDecoder) decodeUsage(u jv) *Usage {
 		*dst, _ = intValue(m[x])
 	}
 	return out
+}
+
+// The members of a message's source that decodeAssistantMessage reads,
+// found in one walk (jv.gather).
+const (
+	smKind = iota
+	smProvider
+	smModel
+	smMembers
+)
+
+func sourceMember(key string) int {
+	switch key {
+	case "kind":
+		return smKind
+	case "provider":
+		return smProvider
+	case "model":
+		return smModel
+	}
+	return -1
 }
 
 // usageMember is the index of a TokenUsage count in decodeUsage's order.
