@@ -138,21 +138,20 @@ func (b *fileBatch) full() bool { return b.n >= batchRows || b.bytes >= batchByt
 // errRefused: the next consumer refused a batch with a retryable error.
 var errRefused = errors.New("delivery refused")
 
-// fileArenas are the arenas the reads of files borrow (read): one per read
-// under way, not one per file. arenaRows is how many rows a read decodes
-// into its arena before resetting it.
+// arenaRows is how many rows a read decodes into its arena before
+// resetting it.
 const arenaRows = 64
 
 // fileArenas are the arenas the reads of files borrow (read): one per read
 // under way, not one per file.
 var fileArenas = sync.Pool{New: func() any { return new(sessionlog.Arena) }}
 
-// readPlain reads complete lines from live.pos to size.
 // plainReaders are the read buffers of plain files (256 KiB each), shared
 // by the files read one after another: nothing read is kept in them past
 // readPlain (each line is copied out before it is handled).
 var plainReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 256<<10) }}
 
+// readPlain reads complete lines from live.pos to size.
 func (t *fileSource) readPlain(ctx context.Context, tf *tailedFile, f *os.File, size int64) error {
 	live := tf.live
 	br := plainReaders.Get().(*bufio.Reader)
