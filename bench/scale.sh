@@ -26,6 +26,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 "$go" build -o "$tmp/gen" ./bench/gen
 "$go" build -o "$tmp/harness" ./bench/harness
+# Run from a fresh copy, as bench/vsfilelog.sh does (why: there).
+cp "$DSH_BENCH" "$tmp/otelcol-dsh-bench"
+DSH_BENCH=$tmp/otelcol-dsh-bench
 echo "# $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg), $("$go" version | cut -d' ' -f3)"
 
 # A v4 session of T turns of 3 steps (two tool calls in each of the first

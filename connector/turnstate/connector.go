@@ -113,10 +113,10 @@ func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core
 		stop:   make(chan struct{}),
 		done:   make(chan struct{}),
 	}
-	// One more than the file transport's readers (GOMAXPROCS+1): none of
-	// them waits for a scratch while the batches before its own are
-	// applied, and the CPUs are kept busy decoding and reading meanwhile.
-	c.scratch = make(chan *decoded, runtime.GOMAXPROCS(0)+2)
+	// As many as the file transport's readers (GOMAXPROCS+1): none of them
+	// waits for a scratch while the batches before its own are applied,
+	// so the CPUs are kept busy reading and decoding meanwhile.
+	c.scratch = make(chan *decoded, runtime.GOMAXPROCS(0)+1)
 	for range cap(c.scratch) {
 		c.scratch <- new(decoded)
 	}
