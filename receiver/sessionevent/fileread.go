@@ -1,7 +1,6 @@
 package sessionevent
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -146,60 +145,74 @@ const arenaRows = 64
 // under way, not one per file.
 var fileArenas = sync.Pool{New: func() any { return new(sessionlog.Arena) }}
 
-// plainReaders are the read buffers of plain files (256 KiB each), shared
-// by the files read one after another: nothing read is kept in them past
-// readPlain (each line is copied out before it is handled).
-var plainReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 256<<10) }}
+// plainChunk is the most a read of a plain file takes from it at once
+// (more only for a row that does not fit).
+const plainChunk = 256 << 10
 
-// readPlain reads complete lines from live.pos to size.
+// readPlain reads complete lines from live.pos to size. The file is read
+// into memory of its own, a chunk at a time, and each line is handed on as
+// a view into its chunk, not copied: a chunk is never written again once
+// read (the start of a line it cuts off is copied into the next one), so
+// the rows own their bytes as sessionlog.Row says, and a chunk lives as
+// long as a row of it.
 func (t *fileSource) readPlain(ctx context.Context, tf *tailedFile, f *os.File, size int64) error {
 	live := tf.live
-	br := plainReaders.Get().(*bufio.Reader)
-	br.Reset(io.NewSectionReader(f, live.pos, size-live.pos))
-	defer func() {
-		br.Reset(nil) // no file held by the pool
-		plainReaders.Put(br)
-	}()
+	readTo := live.pos // buf ends at this offset of the file
 	batch := newFileBatch()
 	committed := live.pos // the last line boundary
-	var acc []byte
+	var buf []byte        // buf[off:] is read and not yet cut into lines
+	off := 0
 	for {
-		frag, err := br.ReadSlice('\n')
-		var line []byte
-		switch {
-		case err == nil && len(acc) == 0 && !live.skipping && len(frag) <= t.maxLine+1:
-			// The common case: a whole line in the buffer, copied out once.
-			live.pos += int64(len(frag))
-			line = bytes.Clone(frag[:len(frag)-1])
-		case len(frag) > 0 && (err == nil || errors.Is(err, bufio.ErrBufferFull)):
-			live.pos += int64(len(frag))
-			if !live.skipping {
-				acc = append(acc, frag...)
-				if len(acc) > t.maxLine+1 {
-					live.skipping, acc = true, nil
-					live.line++
-					if live.pos > live.replayUntil {
-						t.reject(ctx, tf, live.line, -1, sessionlog.CodeRowTooLong, "row exceeds max_line_bytes; skipped")
-					}
+		i := bytes.IndexByte(buf[off:], '\n')
+		if i < 0 {
+			// No newline in what was read: read on after it.
+			rest := buf[off:]
+			if !live.skipping && len(rest) > t.maxLine {
+				live.skipping = true
+				live.line++
+				if live.pos+int64(len(rest)) > live.replayUntil {
+					t.reject(ctx, tf, live.line, -1, sessionlog.CodeRowTooLong, "row exceeds max_line_bytes; skipped")
 				}
 			}
-			if err != nil { // no newline yet
-				continue
-			}
 			if live.skipping {
-				live.skipping = false
-			} else {
-				line = bytes.Clone(acc[:len(acc)-1])
-				acc = acc[:0]
+				live.pos += int64(len(rest))
+				rest = nil
+			}
+			left := size - readTo
+			if left <= 0 {
+				// EOF: the unterminated rest waits for its newline.
+				return t.flush(ctx, tf, f, batch, committed)
+			}
+			n := int64(min(plainChunk, left))
+			if r := int64(len(rest)); r >= plainChunk/2 {
+				n = min(max(n, r), left) // a long row: double the room
+			}
+			next := make([]byte, int64(len(rest))+n)
+			copy(next, rest)
+			k, err := f.ReadAt(next[len(rest):], readTo)
+			if k == 0 {
+				if err == nil {
+					err = io.ErrUnexpectedEOF
+				}
+				t.logger.Debug("Cannot read a session file", zap.String("file", tf.path), zap.Error(err))
+				return t.flush(ctx, tf, f, batch, committed) // read on at the next poll
+			}
+			readTo += int64(k)
+			buf, off = next[:len(rest)+k], 0
+			continue
+		}
+		line := buf[off : off+i : off+i]
+		off += i + 1
+		live.pos += int64(i + 1)
+		switch {
+		case live.skipping:
+			live.skipping = false // the end of a row too long
+		case i > t.maxLine:
+			live.line++
+			if live.pos > live.replayUntil {
+				t.reject(ctx, tf, live.line, -1, sessionlog.CodeRowTooLong, "row exceeds max_line_bytes; skipped")
 			}
 		default:
-			// EOF (or a read error): the unterminated rest waits for its newline.
-			if !live.skipping {
-				live.pos -= int64(len(acc))
-			}
-			return t.flush(ctx, tf, f, batch, committed)
-		}
-		if line != nil {
 			live.line++
 			if stop := t.handleRow(ctx, tf, line, live.pos <= live.replayUntil, batch); stop {
 				return t.flush(ctx, tf, f, batch, committed)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -230,8 +231,9 @@ func appendFile(t testing.TB, path string, b []byte) {
 // waitRecords waits until the sink holds n records.
 func waitRecords(t *testing.T, sink *consumertest.LogsSink, n int) {
 	t.Helper()
-	require.Eventually(t, func() bool { return sink.LogRecordCount() >= n }, 10*time.Second, 5*time.Millisecond,
-		"want %d records, have %d", n, sink.LogRecordCount())
+	if !assert.Eventually(t, func() bool { return sink.LogRecordCount() >= n }, 10*time.Second, 5*time.Millisecond) {
+		require.FailNowf(t, "too few records", "want %d records, have %d", n, sink.LogRecordCount())
+	}
 }
 
 // settle waits a few poll cycles and checks nothing more arrives.
