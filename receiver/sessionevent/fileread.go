@@ -126,10 +126,32 @@ type fileBatch struct {
 	n     int
 	bytes int
 	dups  int
+	// observed is the records' observed timestamp: when the batch was
+	// begun (its rows are read within moments of each other).
+	observed time.Time
+	// last and lastLRS are the session whose records were added last and
+	// where they go: a file's rows are almost always all of one session.
+	last    string
+	lastLRS plog.LogRecordSlice
+	hasLast bool
 }
 
-func newFileBatch() *fileBatch {
-	return &fileBatch{ld: plog.NewLogs(), lrs: map[string]plog.LogRecordSlice{}}
+func (t *fileSource) newFileBatch() *fileBatch {
+	return &fileBatch{ld: plog.NewLogs(), lrs: map[string]plog.LogRecordSlice{}, observed: t.now()}
+}
+
+// records is where the batch's records of session go.
+func (b *fileBatch) records(session string) plog.LogRecordSlice {
+	if b.hasLast && session == b.last {
+		return b.lastLRS
+	}
+	lrs, ok := b.lrs[session]
+	if !ok {
+		lrs = logrecord.NewResourceLogs(b.ld, session, nil)
+		b.lrs[session] = lrs
+	}
+	b.last, b.lastLRS, b.hasLast = session, lrs, true
+	return lrs
 }
 
 func (b *fileBatch) full() bool { return b.n >= batchRows || b.bytes >= batchBytes }
@@ -158,7 +180,7 @@ const plainChunk = 256 << 10
 func (t *fileSource) readPlain(ctx context.Context, tf *tailedFile, f *os.File, size int64) error {
 	live := tf.live
 	readTo := live.pos // buf ends at this offset of the file
-	batch := newFileBatch()
+	batch := t.newFileBatch()
 	committed := live.pos // the last line boundary
 	var buf []byte        // buf[off:] is read and not yet cut into lines
 	off := 0
@@ -223,7 +245,7 @@ func (t *fileSource) readPlain(ctx context.Context, tf *tailedFile, f *os.File, 
 			if err := t.flush(ctx, tf, f, batch, committed); err != nil {
 				return err
 			}
-			batch = newFileBatch()
+			batch = t.newFileBatch()
 		}
 	}
 }
@@ -233,7 +255,7 @@ func (t *fileSource) readPlain(ctx context.Context, tf *tailedFile, f *os.File, 
 // continues past.
 func (t *fileSource) readZstd(ctx context.Context, tf *tailedFile, f *os.File, size int64) error {
 	live := tf.live
-	batch := newFileBatch()
+	batch := t.newFileBatch()
 	for live.pos < size && ctx.Err() == nil {
 		n, complete, err := zstdframe.Size(f, live.pos, size)
 		if err != nil {
@@ -269,7 +291,7 @@ func (t *fileSource) readZstd(ctx context.Context, tf *tailedFile, f *os.File, s
 			if err := t.flush(ctx, tf, f, batch, live.pos); err != nil {
 				return err
 			}
-			batch = newFileBatch()
+			batch = t.newFileBatch()
 		}
 	}
 	return t.flush(ctx, tf, f, batch, boundary(live))
@@ -459,17 +481,19 @@ func (t *fileSource) handleEvent(tf *tailedFile, row *sessionlog.Row, replay boo
 	}
 	first, last := firstSeq(row), lastSeq(row)
 	hwm, seen := p.HWM[session]
+	if !seen || last > hwm {
+		if p.HWM == nil {
+			p.HWM = map[string]int64{}
+		}
+		p.HWM[session] = last
+	}
 	if replay || seen && first <= hwm {
 		live.follow(session, row, f)
 		if !replay {
 			batch.dups++
 		}
-		if !seen || last > hwm {
-			t.setHWM(p, session, last)
-		}
 		return
 	}
-	t.setHWM(p, session, last)
 	t.emit(tf, row, session, f, batch)
 }
 
@@ -481,22 +505,8 @@ func (l *liveState) follow(session string, row *sessionlog.Row, f sessionlog.For
 	l.tracker.Append(l.scratch, session, row, f, time.Time{})
 }
 
-func (t *fileSource) setHWM(p *checkpoint, session string, seq int64) {
-	if p.HWM == nil {
-		p.HWM = map[string]int64{}
-	}
-	if cur, ok := p.HWM[session]; !ok || seq > cur {
-		p.HWM[session] = seq
-	}
-}
-
 func (t *fileSource) emit(tf *tailedFile, row *sessionlog.Row, session string, f sessionlog.Format, batch *fileBatch) {
-	lrs, ok := batch.lrs[session]
-	if !ok {
-		lrs = logrecord.NewResourceLogs(batch.ld, session, nil)
-		batch.lrs[session] = lrs
-	}
-	tf.live.tracker.Append(lrs, session, row, f, t.now())
+	tf.live.tracker.Append(batch.records(session), session, row, f, batch.observed)
 	batch.n++
 	batch.bytes += len(row.Bytes)
 	if len(row.Problems) > 0 {
