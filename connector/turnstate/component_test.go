@@ -12,7 +12,9 @@ import (
 	"go.opentelemetry.io/collector/connector/connectortest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/featuregate"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/pdata/xpdata/pref"
 	"go.opentelemetry.io/collector/pipeline"
 
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
@@ -194,4 +196,18 @@ func TestSingleSignal(t *testing.T) {
 	require.NoError(t, tr.ConsumeLogs(ctx, ld))
 	require.NoError(t, tr.Shutdown(ctx))
 	assert.Positive(t, traces.SpanCount())
+}
+
+// TestRefusesProtoPooling: under the collector's pdata.useProtoPooling
+// gate the connector does not start, and says why (README: with the gate,
+// the pipelines it takes part in lose data past their first consumer).
+func TestRefusesProtoPooling(t *testing.T) {
+	require.NoError(t, featuregate.GlobalRegistry().Set(pref.UseProtoPooling.ID(), true))
+	t.Cleanup(func() { require.NoError(t, featuregate.GlobalRegistry().Set(pref.UseProtoPooling.ID(), false)) })
+	h := newHarness(t, createDefaultConfig(), nil, nil)
+	err := h.toTr.Start(context.Background(), componenttest.NewNopHost())
+	require.ErrorContains(t, err, "pdata.useProtoPooling")
+	require.ErrorIs(t, h.toMt.Start(context.Background(), componenttest.NewNopHost()), err)
+	require.NoError(t, h.toTr.Shutdown(context.Background()))
+	require.NoError(t, h.toMt.Shutdown(context.Background()))
 }

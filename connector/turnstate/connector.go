@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/xpdata/pref"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
@@ -25,6 +26,13 @@ import (
 )
 
 var errShutdown = errors.New("turn_state connector is shut down")
+
+// errProtoPooling refuses the start under the collector's pdata.useProtoPooling
+// feature gate: with it, the pipelines the connector takes part in lose data
+// past their first consumer (README, "Leave the pdata.useProtoPooling feature
+// gate off").
+var errProtoPooling = errors.New("turn_state: the feature gate pdata.useProtoPooling is on; " +
+	"with it the pipelines turn_state takes part in lose data past their first consumer: turn it off")
 
 // core is the state shared by the instances of one config (share.go): the
 // turn engine, the record reader, the journal and the wiring to the next
@@ -326,6 +334,10 @@ func (c *core) sweep(ctx context.Context) {
 // closed by the restore wait for the first pass after it.
 func (c *core) start(ctx context.Context, host component.Host) error {
 	c.startOnce.Do(func() {
+		if pref.UseProtoPooling.IsEnabled() {
+			c.startErr = errProtoPooling
+			return
+		}
 		// The hand-over counters exist from the start, at zero, in every
 		// deployment: an alert on their increase then has a series to
 		// evaluate before the first failure (deploy/rules.yaml).
