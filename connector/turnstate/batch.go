@@ -126,19 +126,24 @@ type readBuf struct {
 	n         int // groups[:n] are this batch's
 	bySession map[string]*inputGroup
 	out       []turnengine.Input
+	// last is the group found last: a batch's records mostly come a
+	// session at a time.
+	last *inputGroup
 }
 
 type inputGroup struct {
-	inputs []turnengine.Input
+	session string // a view into the batch's records, valid while it is read
+	inputs  []turnengine.Input
 }
 
 func (rb *readBuf) reset() {
 	for _, g := range rb.groups[:rb.n] {
 		clear(g.inputs) // no pointer into the last batch's rows stays
 		g.inputs = g.inputs[:0]
+		g.session = ""
 	}
 	clear(rb.out)
-	rb.n = 0
+	rb.n, rb.last = 0, nil
 	if rb.bySession == nil {
 		rb.bySession = map[string]*inputGroup{}
 	}
@@ -150,14 +155,20 @@ func (rb *readBuf) reset() {
 }
 
 func (rb *readBuf) group(session string) *inputGroup {
+	if g := rb.last; g != nil && g.session == session {
+		return g
+	}
 	if g := rb.bySession[session]; g != nil {
+		rb.last = g
 		return g
 	}
 	if rb.n == len(rb.groups) {
 		rb.groups = append(rb.groups, &inputGroup{})
 	}
 	g := rb.groups[rb.n]
+	g.session = session
 	rb.n++
 	rb.bySession[session] = g
+	rb.last = g
 	return g
 }
