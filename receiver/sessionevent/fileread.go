@@ -472,12 +472,14 @@ func (t *fileSource) handleHeader(ctx context.Context, tf *tailedFile, row *sess
 func (t *fileSource) handleEvent(tf *tailedFile, row *sessionlog.Row, replay bool, batch *fileBatch) {
 	live, p := tf.live, &tf.live.pending
 	f := live.dec.Format()
-	session := row.SessionID
-	if row.Wrapper == sessionlog.WrapNone || session == "" {
+	var session string
+	if row.Wrapper == sessionlog.WrapNone || row.SessionID == "" {
 		if p.Session == "" {
 			p.Session = dirSession(tf.path)
 		}
 		session = p.Session
+	} else {
+		session = live.own(row.SessionID)
 	}
 	first, last := firstSeq(row), lastSeq(row)
 	hwm, seen := p.HWM[session]
@@ -496,6 +498,30 @@ func (t *fileSource) handleEvent(tf *tailedFile, row *sessionlog.Row, replay boo
 	}
 	t.emit(tf, row, session, f, batch)
 }
+
+// own returns a wrapped row's session id as a string of its own: the id
+// is a view into the row's file chunk, and the checkpoint's high-water
+// marks would keep the chunk alive by it (a map assignment stores the key
+// it is given, even for a key already there).
+func (l *liveState) own(session string) string {
+	if session == l.lastOwned {
+		return l.lastOwned
+	}
+	k, ok := l.owned[session]
+	if !ok {
+		if l.owned == nil || len(l.owned) >= maxOwned {
+			l.owned = map[string]string{}
+		}
+		k = strings.Clone(session)
+		l.owned[k] = k
+	}
+	l.lastOwned = k
+	return k
+}
+
+// maxOwned bounds liveState.owned: a file naming more sessions than this
+// starts the set over (its ids are then copied again as they come).
+const maxOwned = 1024
 
 // follow moves the tracker past a row that is not emitted again.
 func (l *liveState) follow(session string, row *sessionlog.Row, f sessionlog.Format) {

@@ -145,6 +145,10 @@ type liveState struct {
 	pending     checkpoint
 	// scratch receives the records of rows only followed, never sent.
 	scratch plog.LogRecordSlice
+	// owned holds the wrapped rows' session ids as strings of their own,
+	// lastOwned the one met last (own).
+	owned     map[string]string
+	lastOwned string
 }
 
 // fileSource is the file transport: a poller tailing the session files

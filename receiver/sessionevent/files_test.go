@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/storagetest"
 	"github.com/stretchr/testify/assert"
@@ -453,4 +454,42 @@ func TestFilesLongRows(t *testing.T) {
 		require.Equal(t, len(want[i]), len(got[i]), "row %d", i)
 		require.Equal(t, want[i], got[i], "row %d", i)
 	}
+}
+
+// TestFilesWrappedSessionKept: the session a wrapped row names is kept in
+// the file's checkpoint (its seq high-water mark) as a string of its own,
+// not as a view into the row: a row views its file chunk, which the
+// checkpoint would otherwise keep alive for as long as the file is tailed.
+func TestFilesWrappedSessionKept(t *testing.T) {
+	root := t.TempDir()
+	var rows []string
+	for seq := range 5 {
+		rows = append(rows, `{"sessionId":"wrapped-`+itoa(seq%2)+`","event":{"type":"todo/write","seq":`+itoa(seq)+
+			`,"time":1788000000001,"data":{"todos":[]}}}`)
+	}
+	writeFile(t, sessionPath(root, "w", "session.v4.jsonl"), lines(rows))
+	sink := new(consumertest.LogsSink)
+	s := start(t, filesOnlyConfig(pattern(root), nil), sink, nil)
+	settle(t, sink, len(rows))
+	s.stop()
+	type span struct{ lo, hi uintptr }
+	var bodies []span
+	for _, r := range records(sink.AllLogs()) {
+		b := r.lr.Body().Str()
+		lo := uintptr(unsafe.Pointer(unsafe.StringData(b)))
+		bodies = append(bodies, span{lo, lo + uintptr(len(b))})
+	}
+	keys := 0
+	for _, tf := range s.r.files.files {
+		for _, cp := range []checkpoint{tf.cp, tf.live.pending} {
+			for k := range cp.HWM {
+				keys++
+				p := uintptr(unsafe.Pointer(unsafe.StringData(k)))
+				for _, b := range bodies {
+					assert.False(t, p >= b.lo && p < b.hi, "HWM key %q is a view into a delivered row", k)
+				}
+			}
+		}
+	}
+	assert.Equal(t, 4, keys, "two sessions in the committed and the pending checkpoint")
 }
