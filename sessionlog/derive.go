@@ -7,6 +7,7 @@ import (
 	"io"
 	"iter"
 	"slices"
+	"strings"
 )
 
 // Message is one message of the model-visible history (docs/format.md §8.4). It is a value
@@ -123,7 +124,7 @@ func (d *Deriver) Event(e *Event, f Format) {
 	case "step/start":
 		clear(d.calls)
 	case "tool/call":
-		d.calls[e.Seq] = e.CallID
+		d.calls[e.Seq] = strings.Clone(e.CallID)
 	}
 	if !IsSurfaceType(e.Type, f.RulesVersion()) {
 		return
@@ -177,6 +178,10 @@ func envelope(t *tape, r *Row) jv {
 }
 
 // project computes what a surface event shows the model (docs/format.md §8.4).
+// The message it returns owns its strings: a Deriver keeps the surface for
+// the session's life, and a view would keep the event's row alive with it
+// (and the row, all the memory it was read into: the file transport's
+// chunk).
 func (d *Deriver) project(e *Event, f Format) node {
 	n := node{seq: e.Seq}
 	t := getTape()
@@ -204,7 +209,7 @@ func (d *Deriver) project(e *Event, f Format) node {
 		}
 		m.role = "assistant"
 		m.content = jsonArray(content)
-		m.provider, m.model = e.Provider, e.Model
+		m.provider, m.model = strings.Clone(e.Provider), strings.Clone(e.Model)
 	case "system/message":
 		if content.arrayLen() == 0 {
 			return n
@@ -222,7 +227,7 @@ func (d *Deriver) project(e *Event, f Format) node {
 		if f.RulesVersion() >= 4 && !f.Seed {
 			m.role = "tool"
 			m.content = jsonArray(content)
-			m.toolCallID = callID
+			m.toolCallID = strings.Clone(callID)
 			m.isError = e.IsError
 			break
 		}
@@ -242,7 +247,7 @@ func jsonArray(v jv) string {
 	case tString:
 		return textBlocks(v.GetStringBytes())
 	case tArray:
-		return v.raw() // as written: content is kept byte for byte
+		return strings.Clone(v.raw()) // as written: content is kept byte for byte
 	}
 	return "[]"
 }
@@ -261,7 +266,7 @@ func textBlocks(s string) string {
 // one (the seed dialect's bare string, the earliest v0 writers' raw list).
 func toolResultBlock(content jv, callID string, isError bool) string {
 	if content.arrayLen() == 1 && content.GetStringBytes("0", "type") == "tool-result" {
-		return content.raw()
+		return strings.Clone(content.raw())
 	}
 	inner := json.RawMessage(jsonArray(content))
 	b, _ := json.Marshal([]any{struct {

@@ -171,3 +171,48 @@ func TestDeriveSkipsEmptyAssistant(t *testing.T) {
 		t.Fatalf("got %s", got)
 	}
 }
+
+// TestDeriverOwnsItsStrings: what a Deriver keeps is its own, not a view
+// into the rows it was fed — a kept view would hold the row's memory (for
+// the file transport, the whole chunk the row was read into) for the
+// session's life. Each file's rows are decoded out of one buffer, which is
+// overwritten once the history is taken: the history must not change.
+func TestDeriverOwnsItsStrings(t *testing.T) {
+	for _, name := range []string{"v4-tools.jsonl", "v0-packed.jsonl", "v3-system.jsonl", "v2-stream.jsonl"} {
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(filepath.Join("..", "testdata", "dialects", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf := append([]byte(nil), raw...)
+			dec := NewRowDecoder(0, 0)
+			d := NewDeriver()
+			line := 0
+			for off := 0; off < len(buf); {
+				end := off + strings.IndexByte(string(buf[off:]), '\n')
+				if end < off {
+					end = len(buf)
+				}
+				line++
+				row, err := dec.Decode(buf[off:end:end], line)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i := range row.Events {
+					d.Event(&row.Events[i], dec.Format())
+				}
+				off = end + 1
+			}
+			before := historyJSON(t, d.History())
+			if d.History().Len() == 0 {
+				t.Fatal("no history derived")
+			}
+			for i := range buf {
+				buf[i] = 'x'
+			}
+			if after := historyJSON(t, d.History()); after != before {
+				t.Fatalf("history changed when the rows' memory was overwritten:\nbefore %s\nafter  %s", before, after)
+			}
+		})
+	}
+}

@@ -51,7 +51,7 @@ func (s *session) captureChat(a *Attempt, ev *sessionlog.Event) {
 // captureResult records a tool result's content.
 func (s *session) captureResult(tc *ToolCall, ev *sessionlog.Event) {
 	if content := messageContent(ev); content != "" {
-		tc.Result = truncateJSON(content, s.e.cfg.MaxContentBytes)
+		tc.Result = strings.Clone(truncateJSON(content, s.e.cfg.MaxContentBytes))
 	}
 }
 

@@ -217,7 +217,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 			tc := &ToolCall{CallID: strings.Clone(ev.CallID), Name: e.name(ev.ToolName), StartTime: ev.Time, StartSeq: ev.Seq,
 				LoggedStartTime: ev.Time, Outcome: "unknown"}
 			if e.cfg.CaptureContent {
-				tc.Arguments = truncateArguments(ev.Arguments, e.cfg.MaxContentBytes)
+				tc.Arguments = strings.Clone(truncateArguments(ev.Arguments, e.cfg.MaxContentBytes))
 			}
 			st.Tools = append(st.Tools, tc)
 			ot.callsBySeq[ev.Seq] = tc

@@ -3,12 +3,14 @@ package turnrender
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
+	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -217,5 +219,41 @@ func TestContentCapture(t *testing.T) {
 		if !seen[k] {
 			t.Errorf("capture on, but no span carries %s", k)
 		}
+	}
+}
+
+// TestTurnsOwnTheirStrings: what the engine keeps of an event past it —
+// open and closed turns, with content capture on — is its own, not a view
+// into the event's row. A kept view would hold the row's memory (for the
+// file transport, the whole chunk the row was read into) until the turn is
+// emitted. The rows are overwritten once every event is in, before the
+// engine flushes and the turns are rendered: the traces must be those of
+// rows left alone.
+func TestTurnsOwnTheirStrings(t *testing.T) {
+	cfg := turnengine.Config{CaptureContent: true}
+	for _, name := range []string{"v4-tools.jsonl", "v2-stream.jsonl", "v0-packed.jsonl", "open-turn.jsonl", "v4-end-reasons.jsonl"} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join("..", "..", "testdata", "dialects", name)
+			_, _, want := run(cfg, loadFile(t, path, "s"))
+			f, err := os.Open(path)
+			require.NoError(t, err)
+			defer f.Close()
+			rows := testlog.Read(t, f, "s")
+			e, _ := newEngine(cfg)
+			for _, row := range rows {
+				for i := range row.Events {
+					e.Ingest(turnengine.Input{SessionID: "s", Event: &row.Events[i], Format: row.Format, Header: row.Header}, epoch)
+				}
+			}
+			for _, row := range rows {
+				for i := range row.Bytes {
+					row.Bytes[i] = 'x'
+				}
+			}
+			e.Flush(turnengine.CauseEndOfInput, epoch)
+			got := Traces(e.Drain())
+			require.Positive(t, got.SpanCount())
+			require.NoError(t, ptracetest.CompareTraces(want, got, ptracetest.IgnoreSpansOrder()))
+		})
 	}
 }
