@@ -69,6 +69,8 @@ if [[ -n "${DSH_CORPUS:-}" && ! -d "$DSH_CORPUS" ]]; then
 	echo "codec.sh: DSH_CORPUS=$DSH_CORPUS is not a directory" >&2
 	exit 2
 fi
+# The benchmarks run in bench/codec: a relative path is made absolute here.
+[[ -d "$corpus" ]] && corpus="$(cd "$corpus" && pwd)"
 if [[ ! -d "$corpus" ]]; then
 	# No real corpus: a generated one (mixed v0/v4, packed chunk rows), about
 	# the size of the real corpus. The figures then describe these files.
