@@ -1,0 +1,89 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// TestPprofExtension: otelcol-dsh carries the pprof extension, for profiling
+// a running collector (README, "Profiling the collector"; bench/vsfilelog.sh
+// PROFILE=). With it configured, the collector serves net/http/pprof on its
+// endpoint while it runs, and writes the CPU profile of its whole run to
+// save_to_file when it stops.
+func TestPprofExtension(t *testing.T) {
+	bin := lookPath(t, "OTELCOL_DSH", toolsHint)
+	dir := t.TempDir()
+	addrs := freePorts(t, 2)
+	prof := filepath.Join(dir, "cpu.prof")
+	cfg := fmt.Sprintf(`extensions:
+  pprof:
+    endpoint: %s
+    save_to_file: %q
+receivers:
+  session_event:
+    http:
+      endpoint: %s
+connectors:
+  turn_state:
+exporters:
+  debug:
+    verbosity: basic
+service:
+  extensions: [pprof]
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    logs:
+      receivers: [session_event]
+      exporters: [turn_state]
+    traces:
+      receivers: [turn_state]
+      exporters: [debug]
+`, addrs[0], prof, addrs[1])
+	cfgPath := filepath.Join(dir, "otelcol.yaml")
+	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p := start(t, dir, "otelcol-dsh", bin, nil, "--config="+cfgPath)
+
+	var index []byte
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addrs[0] + "/debug/pprof/")
+		if err == nil {
+			index, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pprof endpoint %s not serving after 30s (last error %v)\n%s", addrs[0], err, p.tail(30))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for _, want := range []string{"goroutine", "heap", "profile"} {
+		if !bytes.Contains(index, []byte(want)) {
+			t.Errorf("pprof index lacks %q", want)
+		}
+	}
+	if err := p.stop(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(prof)
+	if err != nil {
+		t.Fatalf("no CPU profile saved at shutdown: %v\n%s", err, p.tail(30))
+	}
+	if len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b { // a profile is gzipped protobuf
+		t.Fatalf("%s is not a pprof profile (%d bytes)", prof, len(b))
+	}
+}
