@@ -20,6 +20,9 @@
 #   STEPS=3 TOOLS=2 CHUNKS=20 FORMAT=mix SEED=1 (bench/gen's flags)
 #   BENCH_CACHE   where corpora are kept (default ${XDG_CACHE_HOME:-~/.cache}/dshtrace-bench)
 #   DSH_BENCH, FILELOG_BENCH  prebuilt distributions to use instead of building
+#   PROFILE       a directory: each otelcol-dsh-bench run saves a CPU profile of
+#                 itself there (the pprof extension's save_to_file), and the
+#                 script ends with the top of them all (go tool pprof -top)
 #   GO            the go command
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -64,4 +67,15 @@ if [[ $size == full ]]; then
 	echo
 	echo "## receiver → exporters, no processor (the final line)"
 fi
-"$tmp/harness" compare -dsh "$DSH_BENCH" -filelog "$FILELOG_BENCH" -corpus "$corpus" -runs "$RUNS"
+prof=()
+if [[ -n ${PROFILE:-} ]]; then
+	mkdir -p "$PROFILE"
+	rm -f "$PROFILE"/otelcol-dsh-bench-*.prof
+	prof=(-profile "$PROFILE")
+fi
+"$tmp/harness" compare -dsh "$DSH_BENCH" -filelog "$FILELOG_BENCH" -corpus "$corpus" -runs "$RUNS" ${prof[@]+"${prof[@]}"}
+if [[ -n ${PROFILE:-} ]]; then
+	echo
+	echo "## CPU profile of the otelcol-dsh-bench runs ($PROFILE/*.prof)"
+	"$go" tool pprof -top -nodecount=30 "$DSH_BENCH" "$PROFILE"/otelcol-dsh-bench-*.prof 2>/dev/null
+fi

@@ -24,6 +24,7 @@ func compareCmd(ctx context.Context, args []string) error {
 	timeout := fs.Duration("timeout", 10*time.Minute, "limit of one collector run")
 	batch := fs.Bool("batch", false, "a batch processor (defaults) in both logs pipelines")
 	label := fs.String("label", "", "tag of the final ratio line, e.g. \"with batch\" (none: the exact line bench-quick ends with)")
+	profile := fs.String("profile", "", "directory for a CPU profile of each otelcol-dsh-bench run (the pprof extension's save_to_file)")
 	fs.Parse(args)
 	for _, b := range []string{*dshBin, *filelogBin} {
 		if err := check(b); err != nil {
@@ -57,7 +58,20 @@ func compareCmd(ctx context.Context, args []string) error {
 		return err
 	}
 	include := filepath.Join(root, "**", "session*.jsonl")
-	dshCfg := func(statusFile string) string { return dshConfig(include, statusFile, *batch) }
+	dshRuns := 0
+	dshCfg := func(statusFile string) string {
+		cfg := dshConfig(include, statusFile, *batch)
+		if *profile != "" {
+			dshRuns++
+			cfg = withProfile(cfg, filepath.Join(*profile, fmt.Sprintf("otelcol-dsh-bench-%d.prof", dshRuns)))
+		}
+		return cfg
+	}
+	if *profile != "" {
+		if err := os.MkdirAll(*profile, 0o755); err != nil {
+			return err
+		}
+	}
 	filelogCfg := func(statusFile string) string { return filelogConfig(include, statusFile, *batch) }
 	fmt.Printf("# batch processor in both logs pipelines: %v\n", *batch)
 
@@ -225,6 +239,13 @@ service:
       receivers: [turn_state]
       exporters: [count]
 `)
+}
+
+// withProfile adds the pprof extension to a config, saving a CPU profile of
+// the whole run (start to shutdown) to file.
+func withProfile(cfg, file string) string {
+	cfg = strings.Replace(cfg, "service:\n", "service:\n  extensions: [pprof]\n", 1)
+	return "extensions:\n  pprof:\n    endpoint: localhost:0\n    save_to_file: \"" + file + "\"\n" + cfg
 }
 
 // filelogConfig: what a collector user would run instead — filelog with a
