@@ -209,7 +209,7 @@ func TestKafkaScaleOut(t *testing.T) {
 		}
 		wg.Wait()
 		if len(errs) > 0 {
-			t.Fatalf("part %d: %s", p+1, strings.Join(errs, "; "))
+			fatalf(t, "part %d: %s", p+1, strings.Join(errs, "; "))
 		}
 	}
 	var moments []string
@@ -218,12 +218,14 @@ func TestKafkaScaleOut(t *testing.T) {
 		wait := time.Duration(200+rng.IntN(1800)) * time.Millisecond
 		time.Sleep(wait)
 		for _, a := range plan[p+1] {
-			moments = append(moments, fmt.Sprintf("%s %s %v after part %d", a, map[string]string{"sigterm": termed.name, "sigkill": killed.name,
-				"add": nodes[3].name, "restart": killed.name}[a], wait, p+1))
+			moment := fmt.Sprintf("%s %s %v after part %d", a, map[string]string{"sigterm": termed.name, "sigkill": killed.name,
+				"add": nodes[3].name, "restart": killed.name}[a], wait, p+1)
+			moments = append(moments, moment)
+			began := time.Now()
 			switch a {
 			case "sigterm":
 				if err := termed.proc.stop(30 * time.Second); err != nil {
-					t.Errorf("%s: %v", termed.name, err)
+					errorf(t, "%s: %v", termed.name, err)
 				}
 				termed.proc = nil
 			case "sigkill":
@@ -234,6 +236,9 @@ func TestKafkaScaleOut(t *testing.T) {
 			case "restart":
 				startNode(killed)
 			}
+			// Logged as it happens, with what it took: a failure later
+			// then shows how far the test came.
+			t.Logf("%s: took %v", moment, time.Since(began).Round(time.Millisecond))
 		}
 		// Each part waits longer than the session timeout, so that a
 		// stopped or killed member's partitions have moved before the
@@ -298,10 +303,10 @@ func TestKafkaScaleOut(t *testing.T) {
 		len(want.turns), missing, split, differ, twice)
 	for i, p := range problems {
 		if i == 40 {
-			t.Errorf("... and %d more", len(problems)-40)
+			errorf(t, "... and %d more", len(problems)-40)
 			break
 		}
-		t.Error(p)
+		errorf(t, "%s", p)
 	}
 
 	// The hand-overs, as the instances saw them.
@@ -312,7 +317,7 @@ func TestKafkaScaleOut(t *testing.T) {
 		}
 		_, body, err := get(ctx, "http://"+n.self+"/metrics")
 		if err != nil {
-			t.Errorf("%s: %v", n.name, err)
+			errorf(t, "%s: %v", n.name, err)
 			continue
 		}
 		for _, m := range selfLine.FindAllSubmatch(body, -1) {
@@ -331,10 +336,10 @@ func TestKafkaScaleOut(t *testing.T) {
 	}
 	t.Logf("self-metrics of the running instances (the stopped one's are gone): %s", strings.Join(lines, ", "))
 	if sums["otelcol_connector_turn_state_sessions_restored"] == 0 {
-		t.Errorf("no session was restored from the changelog: no partition moved with sessions in it")
+		errorf(t, "no session was restored from the changelog: no partition moved with sessions in it")
 	}
 	if sums["otelcol_connector_turn_state_restore_failures"] != 0 {
-		t.Errorf("restores failed")
+		errorf(t, "restores failed")
 	}
 
 	// What the changelog cost: its records and bytes, per event.
@@ -343,7 +348,7 @@ func TestKafkaScaleOut(t *testing.T) {
 		records, bytesWritten, rows-nSessions, float64(records)/float64(rows-nSessions), float64(bytesWritten)/float64(rows-nSessions))
 	for _, n := range nodes {
 		if n.proc != nil && strings.Contains(n.proc.output(), "panic:") {
-			t.Errorf("%s panicked:\n%s", n.name, n.proc.tail(60))
+			errorf(t, "%s panicked:\n%s", n.name, n.proc.tail(60))
 		}
 	}
 }
@@ -385,7 +390,7 @@ func changelogSize(t *testing.T, ctx context.Context) (int, int) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(scaleKafka), kgo.ConsumeTopics("dsh-turn-state-changelog"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
-		t.Fatal(err)
+		fatalf(t, "changelog client: %v", err)
 	}
 	defer cl.Close()
 	records, size := 0, 0

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -34,6 +35,7 @@ type process struct {
 // own process group and, on Linux, dies with the test binary (procAttr).
 func start(t *testing.T, dir, name, bin string, env []string, args ...string) *process {
 	t.Helper()
+	summarize(t)
 	logPath := filepath.Join(dir, name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -55,7 +57,7 @@ func start(t *testing.T, dir, name, bin string, env []string, args ...string) *p
 	}()
 	t.Cleanup(func() {
 		if err := p.stop(10 * time.Second); err != nil {
-			t.Errorf("%s: %v", name, err)
+			errorf(t, "%s: %v", name, err)
 		}
 		if t.Failed() {
 			t.Logf("---- %s log (last 60 lines) ----\n%s", name, p.tail(60))
@@ -80,6 +82,70 @@ func (p *process) stop(grace time.Duration) error {
 		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 		<-p.done
 		return fmt.Errorf("did not exit within %v of SIGTERM; killed", grace)
+	}
+}
+
+// failed keeps the failures reported through errorf and fatalf, per test,
+// to be repeated by summarize's cleanup.
+var failed sync.Map // *testing.T → *failures
+
+type failures struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+// summarize makes the test, if it fails, end its output with its failures
+// again, after the process logs its cleanups print: a CI log is read from
+// its end. The first start of a test registers it, so it runs last.
+func summarize(t *testing.T) {
+	if _, loaded := failed.LoadOrStore(t, &failures{}); loaded {
+		return
+	}
+	t.Cleanup(func() {
+		v, _ := failed.LoadAndDelete(t)
+		if !t.Failed() {
+			return
+		}
+		f := v.(*failures)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if len(f.msgs) == 0 {
+			t.Logf("---- %s failed: the failures are above the process logs ----", t.Name())
+			return
+		}
+		msgs := f.msgs
+		if len(msgs) > 12 {
+			msgs = append(msgs[:12:12], fmt.Sprintf("... and %d more", len(f.msgs)-12))
+		}
+		for i, m := range msgs {
+			if len(m) > 2000 {
+				msgs[i] = m[:2000] + " ..."
+			}
+		}
+		t.Logf("---- %s failed (%d failures; again, after the process logs) ----\n%s", t.Name(), len(f.msgs), strings.Join(msgs, "\n"))
+	})
+}
+
+// errorf is t.Errorf, the message kept for summarize.
+func errorf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	note(t, format, args...)
+	t.Errorf(format, args...)
+}
+
+// fatalf is t.Fatalf, the message kept for summarize.
+func fatalf(t *testing.T, format string, args ...any) {
+	t.Helper()
+	note(t, format, args...)
+	t.Fatalf(format, args...)
+}
+
+func note(t *testing.T, format string, args ...any) {
+	if v, ok := failed.Load(t); ok {
+		f := v.(*failures)
+		f.mu.Lock()
+		f.msgs = append(f.msgs, fmt.Sprintf(format, args...))
+		f.mu.Unlock()
 	}
 }
 
@@ -120,11 +186,11 @@ func poll(t *testing.T, what string, timeout time.Duration, check func() error, 
 		}
 		for _, p := range procs {
 			if done, perr := p.exited(); done {
-				t.Fatalf("%s: %s exited (%v) while waiting; log:\n%s", what, p.name, perr, p.tail(40))
+				fatalf(t, "%s: %s exited (%v) while waiting; log:\n%s", what, p.name, perr, p.tail(40))
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %v: %v", what, timeout, err)
+			fatalf(t, "%s: not reached within %v: %v", what, timeout, err)
 		}
 		time.Sleep(interval)
 		if interval < 500*time.Millisecond {

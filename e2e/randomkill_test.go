@@ -427,7 +427,7 @@ func TestRandomKill(t *testing.T) {
 			readSelf()
 			nTerm++
 			if err := cur.stop(30 * time.Second); err != nil {
-				t.Errorf("SIGTERM %d: %v", k, err)
+				errorf(t, "SIGTERM %d: %v", k, err)
 			}
 		default:
 			healthy(cur)
@@ -447,7 +447,7 @@ func TestRandomKill(t *testing.T) {
 	wg.Wait()
 	for _, s := range agents {
 		if s.err != nil {
-			t.Fatalf("agent: %v", s.err)
+			fatalf(t, "agent: %v", s.err)
 		}
 	}
 
@@ -540,7 +540,7 @@ func TestRandomKill(t *testing.T) {
 		}
 	}
 	if dangling > 0 {
-		t.Errorf("the expectation has %d dangling turns: the agents must end every turn", dangling)
+		errorf(t, "the expectation has %d dangling turns: the agents must end every turn", dangling)
 	}
 	// Rows: duplicates within the bound, nothing unexpected.
 	time.Sleep(time.Second)
@@ -616,7 +616,7 @@ func TestRandomKill(t *testing.T) {
 	case lost > 0 && lost <= 1000*queueLost["otlp_http/sink"]:
 		t.Logf("%d rows never reached the sink: within the %d requests the sink's persistent queue reported lost", lost, queueLost["otlp_http/sink"])
 	case lost > 0:
-		t.Errorf("%d rows never reached the sink", lost)
+		errorf(t, "%d rows never reached the sink", lost)
 	}
 	if unexpected > 0 {
 		var keys []string
@@ -628,16 +628,16 @@ func TestRandomKill(t *testing.T) {
 		}
 		sink.mu.Unlock()
 		sort.Strings(keys)
-		t.Errorf("%d rows at the sink that were never written: %s", unexpected, strings.Join(keys[:min(len(keys), 40)], " "))
+		errorf(t, "%d rows at the sink that were never written: %s", unexpected, strings.Join(keys[:min(len(keys), 40)], " "))
 	}
 	if totalRuns > kills*(len(agents)+1) || worstRuns > 2*kills {
-		t.Errorf("rows delivered again in %d runs (at most %d in one session): more than one delivery per source per stop", totalRuns, worstRuns)
+		errorf(t, "rows delivered again in %d runs (at most %d in one session): more than one delivery per source per stop", totalRuns, worstRuns)
 	}
 	if maxCount > 1+kills {
-		t.Errorf("a row was delivered %d times: more than once per restart", maxCount)
+		errorf(t, "a row was delivered %d times: more than once per restart", maxCount)
 	}
 	sort.Strings(problems)
-	report := t.Errorf
+	report := func(format string, args ...any) { errorf(t, format, args...) }
 	if len(problems) > 0 && onlyMissing && queueLost["otlp_grpc/jaeger"] > 0 {
 		t.Logf("%d turns lack spans in Jaeger, all of them spans absent (none wrong, none stored twice), and the traces exporter's persistent queue reported losing %d requests at a restart: the collector's loss, listed here, not failed",
 			len(problems), queueLost["otlp_grpc/jaeger"])
@@ -661,11 +661,11 @@ func TestRandomKill(t *testing.T) {
 	t.Logf("self-metrics summed over the runs: events_redelivered %v, journal_restored_events %v, receiver rows_duplicate %v",
 		redelivered, restored, rowDups)
 	if err := cur.stop(30 * time.Second); err != nil {
-		t.Error(err)
+		errorf(t, "%v", err)
 	}
 	for _, p := range runs {
 		if strings.Contains(p.output(), "panic:") {
-			t.Errorf("%s panicked:\n%s", p.name, p.tail(60))
+			errorf(t, "%s panicked:\n%s", p.name, p.tail(60))
 		}
 	}
 }
