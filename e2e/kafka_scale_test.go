@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/dshtrace/dshtrace/internal/turnrender"
@@ -31,6 +32,7 @@ const (
 	scaleIngestOK   = "127.0.0.1:13250"
 	scaleIngestSelf = "17750"
 	scalePartitions = 8
+	scaleGroup      = "dshtrace-turn-state" // kafka-turn-state.yaml's group_id
 	// scaleSessionTimeout replaces kafka-turn-state.yaml's 45s: with static
 	// membership a stopped or killed member's partitions move only after it
 	// (kfake's minimum is 6s).
@@ -221,6 +223,20 @@ func TestKafkaScaleOut(t *testing.T) {
 			moment := fmt.Sprintf("%s %s %v after part %d", a, map[string]string{"sigterm": termed.name, "sigkill": killed.name,
 				"add": nodes[3].name, "restart": killed.name}[a], wait, p+1)
 			moments = append(moments, moment)
+			// kfake removes a member that waits for a JoinGroup answer
+			// longer than its session timeout without answering it
+			// (Kafka keeps such a member alive): a member stopped while
+			// a join is under way can leave another consuming its
+			// partitions beside their new owner. So a disruption waits
+			// for the group to be settled; its moment in the data
+			// stays the seeded one (the group is settled by then).
+			settled := time.Now()
+			poll(t, "group settled before "+moment, 60*time.Second, func() error {
+				return groupSettled(ctx, nodes)
+			}, alive()...)
+			if d := time.Since(settled); d > 100*time.Millisecond {
+				t.Logf("%s: waited %v for the group to settle", moment, d.Round(time.Millisecond))
+			}
 			began := time.Now()
 			switch a {
 			case "sigterm":
@@ -351,6 +367,59 @@ func TestKafkaScaleOut(t *testing.T) {
 			errorf(t, "%s panicked:\n%s", n.name, n.proc.tail(60))
 		}
 	}
+}
+
+// groupSettled is nil when the turn-state group is Stable with exactly the
+// running instances as members and all partitions owned: no rebalance is
+// under way, and no stopped member is left for one to wait for.
+func groupSettled(ctx context.Context, nodes []*scaleNode) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(scaleKafka))
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	gs, err := kadm.NewClient(cl).DescribeGroups(dctx, scaleGroup)
+	if err != nil {
+		return err
+	}
+	g, ok := gs[scaleGroup]
+	if !ok || g.Err != nil {
+		return fmt.Errorf("group %s: not described (%v)", scaleGroup, g.Err)
+	}
+	var members, running []string
+	for _, m := range g.Members {
+		if m.InstanceID != nil {
+			members = append(members, *m.InstanceID)
+		}
+	}
+	owned := 0
+	for _, n := range nodes {
+		if n.proc == nil {
+			continue
+		}
+		if done, _ := n.proc.exited(); done {
+			continue
+		}
+		running = append(running, n.name)
+		k, err := ownedPartitions(ctx, "http://"+n.self+"/metrics")
+		if err != nil {
+			return err
+		}
+		owned += k
+	}
+	sort.Strings(members)
+	sort.Strings(running)
+	switch {
+	case g.State != "Stable":
+		return fmt.Errorf("group %s is %s", scaleGroup, g.State)
+	case strings.Join(members, ",") != strings.Join(running, ","):
+		return fmt.Errorf("group members %v, running %v", members, running)
+	case owned != scalePartitions:
+		return fmt.Errorf("%d of %d partitions owned", owned, scalePartitions)
+	}
+	return nil
 }
 
 var selfLine = regexp.MustCompile(`(?m)^(otelcol_connector_turn_state_(?:sessions_restored|turns_handed_over|restore_failures|events_redelivered|restore_duration_count|restore_duration_sum|turns_dangling))(?:\{[^}]*\})? (\S+)`)

@@ -79,10 +79,52 @@ func (p *process) stop(grace time.Duration) error {
 	case <-p.done:
 		return nil
 	case <-time.After(grace):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-		return fmt.Errorf("did not exit within %v of SIGTERM; killed", grace)
+		// SIGQUIT first: a Go process writes every goroutine's stack to
+		// its log and exits, which shows where it was stuck.
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
+		}
+		dump := p.goroutines()
+		return fmt.Errorf("did not exit within %v of SIGTERM; killed (SIGQUIT); the goroutines it was waiting in:\n%s", grace, stuck(dump))
 	}
+}
+
+// goroutines is the SIGQUIT goroutine dump at the end of the process's log
+// ("" when there is none).
+func (p *process) goroutines() string {
+	out := p.output()
+	if i := strings.Index(out, "\ngoroutine "); i >= 0 {
+		return out[i+1:]
+	}
+	return ""
+}
+
+// stuck is the part of a SIGQUIT goroutine dump that
+// shows what a shutdown waits for: the goroutines with dshtrace's, the
+// collector's service or a Kafka client's frames (others are listed by
+// their first line only).
+func stuck(dump string) string {
+	if dump == "" {
+		return "(no goroutine dump in the log)"
+	}
+	var keep, other []string
+	for _, g := range strings.Split(dump, "\n\n") {
+		first, _, _ := strings.Cut(g, "\n")
+		if !strings.HasPrefix(first, "goroutine ") {
+			continue
+		}
+		if strings.Contains(g, "dshtrace") || strings.Contains(g, "franz-go") ||
+			strings.Contains(g, "collector/service") || strings.Contains(g, "kafkareceiver") {
+			keep = append(keep, g)
+		} else {
+			other = append(other, first)
+		}
+	}
+	return strings.Join(keep, "\n\n") + fmt.Sprintf("\n\n(%d other goroutines)", len(other))
 }
 
 // failed keeps the failures reported through errorf and fatalf, per test,
