@@ -31,7 +31,7 @@ type process struct {
 }
 
 // start runs bin with args, its output in dir/<name>.log, and registers its
-// stop (SIGTERM, then SIGKILL after 10s) with t.Cleanup. The child runs in its
+// stop (SIGTERM, then SIGQUIT after 10s: stop) with t.Cleanup. The child runs in its
 // own process group and, on Linux, dies with the test binary (procAttr).
 func start(t *testing.T, dir, name, bin string, env []string, args ...string) *process {
 	t.Helper()
@@ -66,8 +66,10 @@ func start(t *testing.T, dir, name, bin string, env []string, args ...string) *p
 	return p
 }
 
-// stop sends SIGTERM and waits; a process that does not exit in time is
-// killed with its process group. Stopping twice is harmless.
+// stop sends SIGTERM and waits; a process that does not exit in time gets
+// SIGQUIT (a Go process then prints its goroutines and exits), and its
+// process group SIGKILL 5s later if it is still there. Stopping twice is
+// harmless.
 func (p *process) stop(grace time.Duration) error {
 	select {
 	case <-p.done:
