@@ -56,7 +56,9 @@ type scaleNode struct {
 // parts, at moments chosen by a seeded random generator (the seed is
 // printed; DSH_SCALE_SEED reproduces it), with turns open: one instance is
 // stopped with SIGTERM (a scale-down), one killed with SIGKILL (a crash; it
-// is restarted later, as its pod would be), one added (a scale-up). Every
+// is restarted later, as its pod would be), one added (a scale-up), each
+// once the consumer group is settled (kfake cannot serve a member lost in
+// the middle of a rebalance: groupSettled's caller says why). Every
 // turn of every session must reach Jaeger as exactly one complete span tree,
 // equal to the turn engine's own: 0 missing, 0 split, 0 stored twice.
 func TestKafkaScaleOut(t *testing.T) {
@@ -229,7 +231,8 @@ func TestKafkaScaleOut(t *testing.T) {
 			// a join is under way can leave another consuming its
 			// partitions beside their new owner. So a disruption waits
 			// for the group to be settled; its moment in the data
-			// stays the seeded one (the group is settled by then).
+			// stays the seeded one unless a rebalance is still under
+			// way (the wait is logged then).
 			settled := time.Now()
 			poll(t, "group settled before "+moment, 60*time.Second, func() error {
 				return groupSettled(ctx, nodes)
