@@ -81,10 +81,13 @@ fuzz:
 # pipeline on the same files (full size) and the collector's memory as
 # sessions grow and turns stay open. bench-quick: the comparison at a small
 # size (minutes, the distributions cached), ending with the line
-# `throughput ratio dshtrace/filelog: X.XX`.
-.PHONY: bench-quick bench-vsfilelog bench-scale bench-dists
+# `throughput ratio dshtrace/filelog: X.XX`. bench-floor: the contract floor
+# (two bare parses per row and the pdata of the outputs) against the
+# pipeline, in CPU µs per event (bench/floor.sh).
+.PHONY: bench-quick bench-vsfilelog bench-scale bench-dists bench-floor
 bench: bench-dists
 	./bench/codec.sh
+	GO=$(GO) ./bench/floor.sh
 	GO=$(GO) ./bench/vsfilelog.sh full
 	GO=$(GO) ./bench/scale.sh
 
@@ -96,6 +99,9 @@ bench-vsfilelog: bench-dists
 
 bench-scale: bench-dists
 	GO=$(GO) ./bench/scale.sh
+
+bench-floor:
+	GO=$(GO) ./bench/floor.sh
 
 # The two bench distributions (ocb, cached under bin/bench/).
 bench-dists:
