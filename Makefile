@@ -61,7 +61,7 @@ unit:
 # The collector components again under the race detector.
 race:
 	@echo "== race ($(CORPUS_LINE))"
-	@$(GO) test -race -count=1 ./connector/... ./processor/... ./receiver/... ./exporter/... ./internal/logrecord/... ./internal/turnmodel/...
+	@$(GO) test -race -count=1 ./connector/... ./processor/... ./receiver/... ./exporter/... ./internal/logrecord/... ./sessionlog/turnmodel/...
 
 # Fetch the corpus's public fixtures at their pinned commits into
 # .corpus/dsh-corpus (git-ignored); needs git and the network
@@ -71,7 +71,7 @@ corpus:
 
 # Every fuzz target of the module, each for FUZZTIME.
 FUZZ_PKGS ?= ./sessionlog ./receiver/sessionevent \
-	./exporter/sessionarchive/internal/archive ./exporter/sessionarchive/internal/layout
+	./exporter/sessionarchive/internal/archive ./sessionlog/sessionroot
 
 fuzz:
 	@echo "== fuzz ($(FUZZTIME) per target)"

@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/dshtrace/dshtrace/internal/turnmodel"
 	"io"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // readTestdata reads a file under the repository's testdata directory.

@@ -21,6 +21,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
+	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
 // Hand-written rows of every dialect the decoder reads (values invented),
@@ -479,7 +480,7 @@ func FuzzDecoder(f *testing.F) {
 				input = input[:len(input)-1-len(data)%7]
 				torn = true
 			}
-		case bytes.HasPrefix(data, zstdMagic):
+		case sessionroot.IsZstd(data):
 			plain = nil // the fuzzer's own zstd: only the generic checks
 		}
 		open := func() io.Reader {

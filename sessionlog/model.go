@@ -1,6 +1,6 @@
 package sessionlog
 
-import "github.com/dshtrace/dshtrace/internal/turnmodel"
+import "github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 
 // TurnModel is what the turn model reads of the event, decoded under format f:
 // the fields that say which turn, step, attempt and call it belongs to.

@@ -2,21 +2,19 @@ package sessionlog
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
 // readBufferSize is the read buffer: most rows fit; longer ones are
 // gathered across reads up to MaxRowBytes.
 const readBufferSize = 16 << 10
-
-// zstdMagic starts every Zstandard frame.
-var zstdMagic = []byte{0x28, 0xB5, 0x2F, 0xFD}
 
 // Options configure a Decoder.
 type Options struct {
@@ -114,7 +112,7 @@ func NewDecoder(r io.Reader, opts Options) (*Decoder, error) {
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
 		return nil, err
 	}
-	if bytes.Equal(head, zstdMagic) {
+	if sessionroot.IsZstd(head) {
 		zr, err := zstd.NewReader(d.src, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
 			zstd.WithDecoderMaxWindow(64<<20))
 		if err != nil {

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/dshtrace/dshtrace/internal/turnmodel"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // argsSeed seeds the hashes of advertised arguments (compared within one

@@ -10,8 +10,8 @@ import (
 	"os"
 	"slices"
 
-	"github.com/dshtrace/dshtrace/internal/turnmodel"
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // queryMode is what a query selects.

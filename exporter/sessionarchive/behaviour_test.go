@@ -19,10 +19,10 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/dshtrace/dshtrace/exporter/sessionarchive/internal/layout"
 	"github.com/dshtrace/dshtrace/exporter/sessionarchive/internal/metadata"
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
 // synthetic is a small valid v0 session: a header (cwd omitted when
@@ -97,9 +97,9 @@ func TestHostileSessionIDsStayInsideRoot(t *testing.T) {
 	}
 	for i, id := range ids {
 		require.Contains(t, got, id)
-		assert.Equal(t, layout.ProjectDir(cwds[i%len(cwds)]), got[id], "project of %q", id)
+		assert.Equal(t, sessionroot.ProjectDir(cwds[i%len(cwds)]), got[id], "project of %q", id)
 		require.Contains(t, got, id+"/live")
-		assert.Equal(t, layout.NoCwdDir, got[id+"/live"])
+		assert.Equal(t, sessionroot.NoCwdDir, got[id+"/live"])
 	}
 }
 
@@ -278,7 +278,7 @@ func TestSeedDialectArchivedHeaderless(t *testing.T) {
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
 	assert.Equal(t, strings.Join(seed, "\n")+"\n", string(b))
-	assert.Equal(t, []string{filepath.Join(layout.NoCwdDir, "seed-1", "session.jsonl")}, files(t, root))
+	assert.Equal(t, []string{filepath.Join(sessionroot.NoCwdDir, "seed-1", "session.jsonl")}, files(t, root))
 }
 
 // dsh v4's own OTLP export (eventName session-log, the envelope in
@@ -309,6 +309,6 @@ func TestDshExportRecords(t *testing.T) {
 	b, err := os.ReadFile(archivePath(t, root, "", "v4-export", 0, false))
 	require.NoError(t, err)
 	assert.Equal(t, e0+"\n", string(b))
-	assert.Equal(t, []string{filepath.Join(layout.NoCwdDir, "v4-export", "session.jsonl")}, files(t, root))
+	assert.Equal(t, []string{filepath.Join(sessionroot.NoCwdDir, "v4-export", "session.jsonl")}, files(t, root))
 	assert.EqualValues(t, 1, sumOf(t, tt, metadata.MetricRecordsDropped, attribute.String("reason", "unsupported")))
 }

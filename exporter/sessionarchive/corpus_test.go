@@ -15,11 +15,11 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
-	"github.com/dshtrace/dshtrace/exporter/sessionarchive/internal/layout"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/internal/turnrender"
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
 // fallbackSession names the session of rows that do not name one.
@@ -95,7 +95,7 @@ func expect(t testing.TB, path string, zstdFiles bool) expected {
 }
 
 func relArchivePath(t testing.TB, cwd, id string, version int, zstdFiles bool) string {
-	return filepath.Join(layout.ProjectDir(cwd), layout.EscapeSessionID(id), layout.FileName(version, zstdFiles))
+	return filepath.Join(sessionroot.ProjectDir(cwd), sessionroot.EscapeSessionID(id), sessionroot.FileName(version, zstdFiles))
 }
 
 // plainContent reads an archived file, decompressing a zstd one whole.
@@ -190,7 +190,7 @@ func TestCorpusArchive(t *testing.T) {
 	}
 }
 
-// unescape reverses layout.EscapeSessionID, for the tests.
+// unescape reverses sessionroot.EscapeSessionID, for the tests.
 func unescape(name string) (string, bool) {
 	var units []uint16
 	for i := 0; i < len(name); {

@@ -19,10 +19,10 @@ import (
 	"go.opentelemetry.io/collector/exporter/exportertest"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/dshtrace/dshtrace/exporter/sessionarchive/internal/layout"
 	"github.com/dshtrace/dshtrace/exporter/sessionarchive/internal/metadata"
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
 var observed = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -120,9 +120,9 @@ func deliver(t testing.TB, cfg *Config, recs []record, n int) {
 // archivePath is where a session's generation must be archived.
 func archivePath(t testing.TB, root, cwd, id string, version int, zstd bool) string {
 	t.Helper()
-	dir, err := layout.SessionDir(root, cwd, id)
+	dir, err := sessionroot.SessionDir(root, cwd, id)
 	require.NoError(t, err)
-	return filepath.Join(dir, layout.FileName(version, zstd))
+	return filepath.Join(dir, sessionroot.FileName(version, zstd))
 }
 
 // files lists every regular file under root, relative to it.

@@ -12,8 +12,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/dshtrace/dshtrace/internal/turnmodel"
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // Event names of the records.
@@ -35,7 +35,7 @@ const (
 )
 
 // Tracker follows, per session, where each event belongs — the turn
-// model's cursor (internal/turnmodel) — so each record carries the trace
+// model's cursor (sessionlog/turnmodel) — so each record carries the trace
 // and span ids of the span its event belongs to: the ids the connector
 // gives that span, since both ask the same cursor. Its memory is a few
 // words per session plus the open step, bounded by MaxSessions (least

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 
-	"github.com/dshtrace/dshtrace/internal/turnmodel"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // Position is a copy of what a Tracker knows of one session: the turn

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dshtrace/dshtrace/internal/turnmodel"
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // session is the open state of one session: the ordering state, the open

@@ -3,7 +3,7 @@
 // late closes into spans (Traces, one trace per turn, docs/design.md §4),
 // and the engine's observations into cumulative metrics (Metrics, an
 // Observer of the engine, written out by AppendTo, docs/design.md §5). The
-// span and trace ids are the turn model's (internal/turnmodel) as pdata
+// span and trace ids are the turn model's (sessionlog/turnmodel) as pdata
 // types. It keeps no state but the Metrics' series; the engine is given
 // the time, and so is AppendTo.
 package turnrender

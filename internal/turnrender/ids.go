@@ -3,7 +3,7 @@ package turnrender
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/dshtrace/dshtrace/internal/turnmodel"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // The ids of a turn's spans are the turn model's (turnmodel/ids.go), as

@@ -5,7 +5,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
 	"github.com/dshtrace/dshtrace/internal/turnengine"
-	"github.com/dshtrace/dshtrace/internal/turnmodel"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // LateCloseSpanID is the span of a turn's late close.

@@ -15,8 +15,8 @@ import (
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
-	"github.com/dshtrace/dshtrace/internal/turnmodel"
 	"github.com/dshtrace/dshtrace/processor/turnstate/internal/metadata"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // ev appends one event as dsh v4's export carries it.

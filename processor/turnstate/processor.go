@@ -17,9 +17,9 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
-	"github.com/dshtrace/dshtrace/internal/turnmodel"
 	"github.com/dshtrace/dshtrace/processor/turnstate/internal/metadata"
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // AttrParentCallID names, on a nested dispatch's record, the tool call the

@@ -17,6 +17,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
 // A request body is read whole before anything is emitted: every row is
@@ -34,7 +35,6 @@ const (
 )
 
 var (
-	zstdMagic = []byte{0x28, 0xB5, 0x2F, 0xFD}
 	gzipMagic = []byte{0x1f, 0x8b}
 )
 
@@ -371,7 +371,7 @@ func sniffBody(body io.Reader, maxBody int64) (io.Reader, func(), *reqError) {
 		return &limitedReader{r: r, left: maxBody}
 	}
 	switch {
-	case bytes.HasPrefix(head, zstdMagic):
+	case sessionroot.IsZstd(head):
 		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
 			zstd.WithDecoderMaxWindow(zstdWindow(maxBody)))
 		if err != nil {

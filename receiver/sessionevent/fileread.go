@@ -18,8 +18,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
-	"github.com/dshtrace/dshtrace/internal/zstdframe"
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
 // Reading one tailed file: what it gained since the last poll is cut into
@@ -257,7 +257,7 @@ func (t *fileSource) readZstd(ctx context.Context, tf *tailedFile, f *os.File, s
 	live := tf.live
 	batch := t.newFileBatch()
 	for live.pos < size && ctx.Err() == nil {
-		n, complete, err := zstdframe.Size(f, live.pos, size)
+		n, complete, err := sessionroot.FrameSize(f, live.pos, size)
 		if err != nil {
 			if !t.skipGarbage(ctx, tf, f, size, err) {
 				break // wait: more bytes may bring the next frame
@@ -303,7 +303,7 @@ func (t *fileSource) readZstd(ctx context.Context, tf *tailedFile, f *os.File, s
 // leaving live.pos, when no magic follows yet.
 func (t *fileSource) skipGarbage(ctx context.Context, tf *tailedFile, f *os.File, size int64, cause error) bool {
 	live := tf.live
-	next, found := nextFrame(f, live.pos+1, size)
+	next, found := sessionroot.NextFrame(f, live.pos+1, size)
 	if tf.garbageAt != live.pos {
 		tf.garbageAt = live.pos
 		if live.pos >= live.replayUntil {
@@ -372,25 +372,6 @@ func boundary(live *liveState) int64 {
 	return live.pos
 }
 
-// nextFrame finds the next zstd frame magic at or after off.
-func nextFrame(f *os.File, off, size int64) (int64, bool) {
-	buf := make([]byte, 64<<10)
-	for off < size {
-		n, _ := f.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
-		if n == 0 {
-			break
-		}
-		if i := bytes.Index(buf[:n], zstdMagic); i >= 0 {
-			return off + int64(i), true
-		}
-		if n < len(zstdMagic) {
-			break
-		}
-		off += int64(n - len(zstdMagic) + 1)
-	}
-	return 0, false
-}
-
 // handleRow decodes one row and adds its record to the batch, unless it
 // was delivered before (replay, or a seq already emitted) or is corrupt.
 // stop is true when the file cannot be read on (unsupported version).
@@ -450,7 +431,7 @@ func (t *fileSource) handleHeader(ctx context.Context, tf *tailedFile, row *sess
 	if p.Session == "" {
 		p.Session = row.Header.ID
 		if p.Session == "" {
-			p.Session = dirSession(tf.path)
+			p.Session = sessionroot.SessionOfFile(tf.path)
 		}
 	}
 	f := live.dec.Format()
@@ -475,7 +456,7 @@ func (t *fileSource) handleEvent(tf *tailedFile, row *sessionlog.Row, replay boo
 	var session string
 	if row.Wrapper == sessionlog.WrapNone || row.SessionID == "" {
 		if p.Session == "" {
-			p.Session = dirSession(tf.path)
+			p.Session = sessionroot.SessionOfFile(tf.path)
 		}
 		session = p.Session
 	} else {

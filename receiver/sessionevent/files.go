@@ -8,11 +8,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
-	"path/filepath"
-	"regexp"
 	"runtime"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -28,9 +24,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
-	"github.com/dshtrace/dshtrace/internal/zstdframe"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
 // The file source tails dsh session roots (docs/format.md §2).
@@ -75,9 +71,6 @@ const (
 	// maxFrameOutput bounds a zstd frame's decompressed size.
 	maxFrameOutput = 1 << 30
 )
-
-// generationName matches dsh's session file names (docs/format.md §2.1).
-var generationName = regexp.MustCompile(`^session(?:\.v([0-9]+))?\.jsonl(\.zstd)?$`)
 
 // checkpoint is what is stored per file.
 type checkpoint struct {
@@ -279,7 +272,7 @@ func (t *fileSource) close() {
 // poll globs the patterns, picks each session's highest generation, and
 // reads what every file gained.
 func (t *fileSource) poll(ctx context.Context) {
-	selected := selectGenerations(globFiles(t.patterns))
+	selected := sessionroot.SelectGenerations(globFiles(t.patterns))
 	var plain []*tailedFile
 	for _, path := range selected {
 		if ctx.Err() != nil {
@@ -360,46 +353,6 @@ func (t *fileSource) readConcurrently(ctx context.Context, files []*tailedFile) 
 	wg.Wait()
 }
 
-// selectGenerations keeps, per session directory, only the highest
-// generation (docs/format.md §2.1: dsh opens the highest; a new generation
-// holds the whole migrated history); on a tie the zstd file. Files not
-// named like a generation are all kept.
-func selectGenerations(paths []string) []string {
-	type best struct {
-		path string
-		gen  int
-		zstd bool
-	}
-	bestByDir := map[string]best{}
-	var out []string
-	for _, p := range paths {
-		m := generationName.FindStringSubmatch(filepath.Base(p))
-		if m == nil {
-			out = append(out, p)
-			continue
-		}
-		gen := 0
-		if m[1] != "" {
-			n, err := strconv.Atoi(m[1])
-			if err != nil {
-				continue
-			}
-			gen = n
-		}
-		z := m[2] != ""
-		dir := filepath.Dir(p)
-		b, ok := bestByDir[dir]
-		if !ok || gen > b.gen || gen == b.gen && z && !b.zstd {
-			bestByDir[dir] = best{p, gen, z}
-		}
-	}
-	for _, b := range bestByDir {
-		out = append(out, b.path)
-	}
-	slices.Sort(out)
-	return out
-}
-
 // discover starts tracking a file: from its stored checkpoint, else from
 // its start — or, at the very first start with start_at: end, from its end.
 func (t *fileSource) discover(ctx context.Context, path string) *tailedFile {
@@ -417,7 +370,7 @@ func (t *fileSource) discover(ctx context.Context, path string) *tailedFile {
 		return tf
 	}
 	if t.firstRun && t.cfg.StartAt == startAtEnd {
-		off, err := endOffset(path, tf.zstd)
+		off, err := completeEnd(path, tf.zstd)
 		if err != nil {
 			t.logger.Warn("Could not find the end of a file", zap.String("file", path), zap.Error(err))
 			return nil
@@ -427,9 +380,8 @@ func (t *fileSource) discover(ctx context.Context, path string) *tailedFile {
 	return tf
 }
 
-// endOffset is the end of the file's complete content: after its last
-// newline (plain) or its last complete frame (zstd).
-func endOffset(path string, isZstd bool) (int64, error) {
+// completeEnd is the end of the complete content of the file at path.
+func completeEnd(path string, zstd bool) (int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return 0, err
@@ -439,39 +391,5 @@ func endOffset(path string, isZstd bool) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	size := fi.Size()
-	if isZstd {
-		var off int64
-		for off < size {
-			n, complete, err := zstdframe.Size(f, off, size)
-			if err != nil || !complete {
-				break
-			}
-			off += n
-		}
-		return off, nil
-	}
-	buf := make([]byte, 64<<10)
-	for end := size; end > 0; {
-		start := max(0, end-int64(len(buf)))
-		chunk := buf[:end-start]
-		if _, err := f.ReadAt(chunk, start); err != nil {
-			return 0, err
-		}
-		if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
-			return start + int64(i) + 1, nil
-		}
-		end = start
-	}
-	return 0, nil
-}
-
-// dirSession is the session id a file's directory name stands for
-// (docs/format.md §2.2), or the name itself when it is no valid escape.
-func dirSession(path string) string {
-	name := filepath.Base(filepath.Dir(path))
-	if id, ok := unescapeSessionID(name); ok {
-		return id
-	}
-	return name
+	return sessionroot.CompleteEnd(f, fi.Size(), zstd)
 }

@@ -24,8 +24,8 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/dshtrace/dshtrace/internal/zstdframe"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
+	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
 // sessionRoot lays files out as dsh does: <root>/--project--/<escaped-id>/<name>.
@@ -119,7 +119,7 @@ func frameEnds(t *testing.T, b []byte) []int64 {
 	var ends []int64
 	var off int64
 	for off < int64(len(b)) {
-		n, complete, err := zstdframe.Size(r, off, int64(len(b)))
+		n, complete, err := sessionroot.FrameSize(r, off, int64(len(b)))
 		require.NoError(t, err)
 		require.True(t, complete)
 		off += n

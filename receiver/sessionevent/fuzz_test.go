@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
 // FuzzHTTPBody feeds arbitrary bodies to the request parser of both
@@ -33,7 +35,7 @@ func FuzzHTTPBody(f *testing.F) {
 				}
 				continue
 			}
-			compressed := bytes.HasPrefix(body, zstdMagic) || bytes.HasPrefix(body, gzipMagic)
+			compressed := sessionroot.IsZstd(body) || bytes.HasPrefix(body, gzipMagic)
 			lines := map[string]bool{}
 			for _, l := range bytes.Split(body, []byte("\n")) {
 				lines[string(l)] = true

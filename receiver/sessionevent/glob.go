@@ -6,9 +6,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
-	"unicode/utf16"
 )
 
 // expandPattern expands a leading "~" to the home directory and $DSH_HOME
@@ -112,39 +110,4 @@ func matchSegments(pat, parts []string) bool {
 		pat, parts = pat[1:], parts[1:]
 	}
 	return len(parts) == 0
-}
-
-// unescapeSessionID decodes a session directory name (docs/format.md §2.2):
-// each "~XXXX" is one UTF-16 code unit. It reports false when the name is
-// not a valid escaped id.
-func unescapeSessionID(name string) (string, bool) {
-	if name == "" {
-		return "", false
-	}
-	var units []uint16
-	for i := 0; i < len(name); {
-		c := name[i]
-		if c == '~' {
-			if i+5 > len(name) {
-				return "", false
-			}
-			hex := name[i+1 : i+5]
-			if strings.ToUpper(hex) != hex {
-				return "", false
-			}
-			n, err := strconv.ParseUint(hex, 16, 16)
-			if err != nil {
-				return "", false
-			}
-			units = append(units, uint16(n))
-			i += 5
-			continue
-		}
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
-			return "", false
-		}
-		units = append(units, uint16(c))
-		i++
-	}
-	return string(utf16.Decode(units)), true
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
 func TestExpandPattern(t *testing.T) {
@@ -46,7 +48,7 @@ func TestGlobFiles(t *testing.T) {
 	assert.Equal(t, []string{"--p--/a/session.jsonl", "--p--/a/session.v4.jsonl.zstd", "--p--/b/session.v2.jsonl"},
 		rel(selectAndSort(globFiles([]string{filepath.Join(root, "--p--", "*", "*")}))), "no generation choice in the glob itself")
 	assert.Equal(t, []string{"--p--/a/session.v4.jsonl.zstd", "--p--/b/session.v2.jsonl"},
-		rel(selectAndSort(selectGenerations(globFiles([]string{filepath.Join(root, "--p--", "*", "*")})))), "highest generation per directory")
+		rel(selectAndSort(sessionroot.SelectGenerations(globFiles([]string{filepath.Join(root, "--p--", "*", "*")})))), "highest generation per directory")
 }
 
 func selectAndSort(p []string) []string {
@@ -63,12 +65,12 @@ func TestUnescapeSessionID(t *testing.T) {
 		"~D83D~DE00":                           "😀",
 		"sp~0020ace":                           "sp ace",
 	} {
-		got, ok := unescapeSessionID(in)
+		got, ok := sessionroot.UnescapeSessionID(in)
 		assert.True(t, ok, in)
 		assert.Equal(t, want, got, in)
 	}
 	for _, bad := range []string{"", "a~00", "a~zzzz", "a b", "a~002f"} {
-		_, ok := unescapeSessionID(bad)
+		_, ok := sessionroot.UnescapeSessionID(bad)
 		assert.False(t, ok, bad)
 	}
 }

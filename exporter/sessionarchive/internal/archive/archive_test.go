@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/dshtrace/dshtrace/exporter/sessionarchive/internal/layout"
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
 func TestMain(m *testing.M) {
@@ -180,7 +180,7 @@ func TestRowsWaitForTheirHeader(t *testing.T) {
 	assert.Equal(t, 1, a.Pending())
 	require.NoError(t, a.Sweep(t0.Add(time.Second)))
 	assert.Equal(t, 0, a.Pending())
-	npath := filepath.Join(a.opts.Root, layout.NoCwdDir, "n", "session.v3.jsonl")
+	npath := filepath.Join(a.opts.Root, sessionroot.NoCwdDir, "n", "session.v3.jsonl")
 	assert.Equal(t, join(ev(0, "turn/start", `{"turn":1}`)), read(t, npath))
 	assert.EqualValues(t, 1, c.giveUps[CauseTimeout])
 	assert.EqualValues(t, 0, c.skipped[CauseTimeout])
@@ -219,9 +219,9 @@ func TestLateJoinedStream(t *testing.T) {
 	wrap := func(e string) string { return `{"type":"session_event","sessionId":"l","event":` + e + `}` }
 	e3, e4 := ev(3, "turn/start", `{"turn":1}`), ev(4, "turn/end", `{"turn":1,"reason":{"kind":"completed"}}`)
 	require.NoError(t, a.Add([]Row{row(t, "l", wrap(e3), -1, true), row(t, "l", wrap(e4), -1, true)}, t0))
-	assert.NoFileExists(t, filepath.Join(a.opts.Root, layout.NoCwdDir, "l", "session.jsonl"))
+	assert.NoFileExists(t, filepath.Join(a.opts.Root, sessionroot.NoCwdDir, "l", "session.jsonl"))
 	require.NoError(t, a.Sweep(t0.Add(time.Second)))
-	path := filepath.Join(a.opts.Root, layout.NoCwdDir, "l", "session.jsonl")
+	path := filepath.Join(a.opts.Root, sessionroot.NoCwdDir, "l", "session.jsonl")
 	assert.Equal(t, join(e3, e4), read(t, path))
 	assert.EqualValues(t, 3, c.skipped[CauseTimeout])
 	check(t, path)
@@ -252,7 +252,7 @@ func TestBoundedFilesAndSessions(t *testing.T) {
 				assert.Equal(t, 1, a.Sessions())
 				require.NoError(t, a.Close(t0))
 				for id, lines := range want {
-					p := filepath.Join(root, "--w--", id, layout.FileName(2, comp == CompressionZstd))
+					p := filepath.Join(root, "--w--", id, sessionroot.FileName(2, comp == CompressionZstd))
 					got := read(t, p)
 					if comp == CompressionZstd {
 						got = decompress(t, []byte(got))
@@ -277,7 +277,7 @@ func TestResumeFromDisk(t *testing.T) {
 	require.NoError(t, a1.Close(t0))
 	a2, c := newArchive(t, Options{Root: root})
 	require.NoError(t, a2.Add([]Row{row(t, "r", h, -1, false), row(t, "r", e(1), 0, false), row(t, "r", e(2), 0, false)}, t0))
-	assert.Equal(t, join(h, e(0), e(1), e(2)), read(t, filepath.Join(root, layout.NoCwdDir, "r", "session.jsonl")))
+	assert.Equal(t, join(h, e(0), e(1), e(2)), read(t, filepath.Join(root, sessionroot.NoCwdDir, "r", "session.jsonl")))
 	assert.EqualValues(t, 2, c.dups)
 	assert.EqualValues(t, 0, c.files)
 }

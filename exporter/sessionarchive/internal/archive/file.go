@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/dshtrace/dshtrace/exporter/sessionarchive/internal/layout"
+	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
 // Permissions of what the archive creates: session logs hold prompts and
@@ -23,7 +23,7 @@ const (
 // files on disk: every generation file under any project directory, each
 // resumed after its last complete row (a torn tail is cut off first).
 func (a *Archive) load(id string) *session {
-	s := &session{id: id, esc: layout.EscapeSessionID(id), gens: map[int]*gen{}}
+	s := &session{id: id, esc: sessionroot.EscapeSessionID(id), gens: map[int]*gen{}}
 	projects, err := os.ReadDir(a.opts.Root)
 	if err != nil {
 		a.log.Warn("Could not list the archive root", zap.String("root", a.opts.Root), zap.Error(err))
@@ -40,7 +40,7 @@ func (a *Archive) load(id string) *session {
 			continue
 		}
 		for _, e := range entries {
-			v, z, ok := layout.ParseFileName(e.Name())
+			v, z, ok := sessionroot.ParseFileName(e.Name())
 			if !ok || z != zstd || !e.Type().IsRegular() {
 				continue
 			}
@@ -88,7 +88,7 @@ func (g *gen) awaitingHeader() bool { return !g.isStream && !g.header && g.hdr =
 func (a *Archive) writeHeader(g *gen) error {
 	hdr := g.hdr
 	if g.path == "" {
-		dir, err := layout.SessionDir(a.opts.Root, hdr.Cwd, g.s.id)
+		dir, err := sessionroot.SessionDir(a.opts.Root, hdr.Cwd, g.s.id)
 		if err != nil {
 			return err
 		}
@@ -141,7 +141,7 @@ func (a *Archive) createStream(g *gen) (*gen, error) {
 		g.path = path
 		return g, nil
 	}
-	dir, err := layout.SessionDir(a.opts.Root, "", s.id)
+	dir, err := sessionroot.SessionDir(a.opts.Root, "", s.id)
 	if err != nil {
 		return g, err
 	}
@@ -151,7 +151,7 @@ func (a *Archive) createStream(g *gen) (*gen, error) {
 // create makes dir and the generation file in it. A file that exists
 // with content already (a race with another writer) is adopted as found.
 func (a *Archive) create(g *gen, dir string, version int) error {
-	path := filepath.Join(dir, layout.FileName(version, a.opts.Compression == CompressionZstd))
+	path := filepath.Join(dir, sessionroot.FileName(version, a.opts.Compression == CompressionZstd))
 	if err := os.MkdirAll(dir, dirPerm); err != nil {
 		return err
 	}
@@ -348,7 +348,7 @@ func syncDir(dir string) error {
 // dropIfPath drops everything g holds when its file can never be made
 // (a path error that retrying cannot fix) and reports whether it did.
 func (a *Archive) dropIfPath(g *gen, err error) bool {
-	if !errors.Is(err, layout.ErrOutsideRoot) && !errors.Is(err, syscall.ENAMETOOLONG) &&
+	if !errors.Is(err, sessionroot.ErrOutsideRoot) && !errors.Is(err, syscall.ENAMETOOLONG) &&
 		!errors.Is(err, syscall.ENOTDIR) && !errors.Is(err, syscall.EISDIR) && !errors.Is(err, syscall.EINVAL) {
 		return false
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/dshtrace/dshtrace/internal/zstdframe"
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
 // fileInfo is what an archived file says about where to continue it.
@@ -26,8 +26,6 @@ type fileInfo struct {
 	// truncated is the torn tail cut off, in bytes.
 	truncated int64
 }
-
-var zstdMagic = []byte{0x28, 0xB5, 0x2F, 0xFD}
 
 // scanFile reads where an archived file ends — after its last complete
 // row (plain) or frame (zstd) — cuts a torn tail off (docs/format.md §2.5: a
@@ -48,7 +46,7 @@ func scanFile(path string) (fileInfo, error) {
 	head := make([]byte, 4)
 	n, _ := f.ReadAt(head, 0)
 	var info fileInfo
-	if n == 4 && bytes.Equal(head, zstdMagic) {
+	if n == 4 && sessionroot.IsZstd(head) {
 		info, err = scanZstd(f, size)
 	} else {
 		info, err = scanPlain(f, size)
@@ -66,7 +64,7 @@ func scanFile(path string) (fileInfo, error) {
 }
 
 func scanPlain(f *os.File, size int64) (fileInfo, error) {
-	end, err := lastLineEnd(f, size)
+	end, err := sessionroot.LastLineEnd(f, size)
 	if err != nil || end == 0 {
 		return fileInfo{}, err
 	}
@@ -100,27 +98,10 @@ func scanPlain(f *os.File, size int64) (fileInfo, error) {
 	return fullScan(io.NewSectionReader(f, 0, end), info)
 }
 
-// lastLineEnd is the offset after the last newline (0: none).
-func lastLineEnd(f *os.File, size int64) (int64, error) {
-	buf := make([]byte, 64<<10)
-	for end := size; end > 0; {
-		start := max(0, end-int64(len(buf)))
-		chunk := buf[:end-start]
-		if _, err := f.ReadAt(chunk, start); err != nil {
-			return 0, err
-		}
-		if i := bytes.LastIndexByte(chunk, '\n'); i >= 0 {
-			return start + int64(i) + 1, nil
-		}
-		end = start
-	}
-	return 0, nil
-}
-
 // lastLineStart is the offset of the line that ends at end (end is just
 // after its newline).
 func lastLineStart(f *os.File, end int64) (int64, error) {
-	nl, err := lastLineEnd(f, end-1)
+	nl, err := sessionroot.LastLineEnd(f, end-1)
 	return nl, err
 }
 
@@ -164,19 +145,16 @@ func fullScan(r io.Reader, info fileInfo) (fileInfo, error) {
 	}
 }
 
-// frame is one complete zstd frame of a file.
-type frame struct{ off, n int64 }
-
 func scanZstd(f *os.File, size int64) (fileInfo, error) {
-	frames := walkFrames(f, size)
+	frames := sessionroot.Frames(f, size)
 	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxWindow(64<<20))
 	if err != nil {
 		return fileInfo{}, err
 	}
 	defer dec.Close()
-	decode := func(fr frame) ([]byte, error) {
-		buf := make([]byte, fr.n)
-		if _, err := f.ReadAt(buf, fr.off); err != nil {
+	decode := func(fr sessionroot.Frame) ([]byte, error) {
+		buf := make([]byte, fr.N)
+		if _, err := f.ReadAt(buf, fr.Off); err != nil {
 			return nil, err
 		}
 		return dec.DecodeAll(buf, nil)
@@ -194,7 +172,7 @@ func scanZstd(f *os.File, size int64) (fileInfo, error) {
 	if len(frames) == 0 {
 		return fileInfo{}, nil
 	}
-	end := frames[len(frames)-1].off + frames[len(frames)-1].n
+	end := frames[len(frames)-1].Off + frames[len(frames)-1].N
 	info := fileInfo{size: end}
 	first := last
 	if len(frames) > 1 {
@@ -217,25 +195,4 @@ func scanZstd(f *os.File, size int64) (fileInfo, error) {
 		return info, nil
 	}
 	return fullScan(io.NewSectionReader(f, 0, end), info)
-}
-
-// walkFrames lists the complete frames at the start of a zstd file by
-// their headers and block sizes, without decompressing (the zstd frame format, RFC 8878 section 3.1);
-// it stops at the first incomplete or unrecognized one.
-func walkFrames(f *os.File, size int64) []frame {
-	var out []frame
-	for off := int64(0); off < size; {
-		n, ok := frameSize(f, off, size)
-		if !ok {
-			break
-		}
-		out = append(out, frame{off, n})
-		off += n
-	}
-	return out
-}
-
-func frameSize(f *os.File, off, size int64) (int64, bool) {
-	n, complete, err := zstdframe.Size(f, off, size)
-	return n, err == nil && complete
 }

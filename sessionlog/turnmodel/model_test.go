@@ -12,9 +12,9 @@ import (
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
-	"github.com/dshtrace/dshtrace/internal/turnmodel"
 	"github.com/dshtrace/dshtrace/internal/turnrender"
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // logs are the files the suite runs over: every sample log of testdata/

@@ -1,9 +1,4 @@
-// Package layout names the files of a dsh session root (docs/format.md §2):
-// the project directory from a header's cwd, the session directory from
-// the escaped session id, and the file of each format generation. The
-// escaping never yields a path separator, "." or "..", so every name it
-// builds stays inside the root.
-package layout
+package sessionroot
 
 import (
 	"errors"
@@ -13,6 +8,11 @@ import (
 	"strings"
 	"unicode/utf16"
 )
+
+// The names of a session root: the project directory from a header's cwd,
+// the session directory from the escaped session id, and the file of each
+// format generation. The escaping never yields a path separator, "." or
+// "..", so every name built here stays inside the root.
 
 // NoCwdDir is the project directory of sessions without a cwd (docs/format.md §2.3).
 const NoCwdDir = "_no-cwd"
@@ -159,4 +159,49 @@ func Within(root string, names ...string) (string, error) {
 		}
 	}
 	return p, nil
+}
+
+// UnescapeSessionID decodes a session directory name (docs/format.md §2.2):
+// each "~XXXX" is one UTF-16 code unit. It reports false when the name is
+// not a valid escaped id.
+func UnescapeSessionID(name string) (string, bool) {
+	if name == "" {
+		return "", false
+	}
+	var units []uint16
+	for i := 0; i < len(name); {
+		c := name[i]
+		if c == '~' {
+			if i+5 > len(name) {
+				return "", false
+			}
+			hex := name[i+1 : i+5]
+			if strings.ToUpper(hex) != hex {
+				return "", false
+			}
+			n, err := strconv.ParseUint(hex, 16, 16)
+			if err != nil {
+				return "", false
+			}
+			units = append(units, uint16(n))
+			i += 5
+			continue
+		}
+		if !literal(uint16(c)) {
+			return "", false
+		}
+		units = append(units, uint16(c))
+		i++
+	}
+	return string(utf16.Decode(units)), true
+}
+
+// SessionOfFile is the session id a session file's directory name stands
+// for (docs/format.md §2.2), or the name itself when it is no valid escape.
+func SessionOfFile(path string) string {
+	name := filepath.Base(filepath.Dir(path))
+	if id, ok := UnescapeSessionID(name); ok {
+		return id
+	}
+	return name
 }

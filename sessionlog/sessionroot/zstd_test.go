@@ -1,4 +1,4 @@
-package zstdframe
+package sessionroot
 
 import (
 	"bytes"
@@ -31,7 +31,7 @@ func TestFrameSize(t *testing.T) {
 		var off int64
 		var sizes []int64
 		for off < int64(len(file)) {
-			n, complete, err := Size(r, off, int64(len(file)))
+			n, complete, err := FrameSize(r, off, int64(len(file)))
 			require.NoError(t, err)
 			require.True(t, complete)
 			sizes = append(sizes, n)
@@ -39,11 +39,11 @@ func TestFrameSize(t *testing.T) {
 		}
 		assert.Equal(t, []int64{int64(len(a)), int64(len(skip)), int64(len(b))}, sizes)
 		for cut := int64(1); cut < int64(len(a)); cut++ {
-			_, complete, err := Size(r, 0, cut)
+			_, complete, err := FrameSize(r, 0, cut)
 			require.NoError(t, err)
 			require.False(t, complete, "cut %d", cut)
 		}
 	}
-	_, _, err := Size(bytes.NewReader([]byte("garbage!")), 0, 8)
+	_, _, err := FrameSize(bytes.NewReader([]byte("garbage!")), 0, 8)
 	assert.ErrorIs(t, err, ErrNotFrame)
 }

@@ -1,4 +1,4 @@
-package layout
+package sessionroot
 
 import (
 	"path/filepath"

@@ -1,9 +1,7 @@
-// Package zstdframe measures the Zstandard frames of a dsh .jsonl.zstd
-// file without decompressing them, so readers and writers can work frame by
-// frame and checkpoint at frame boundaries.
-package zstdframe
+package sessionroot
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -12,8 +10,16 @@ import (
 
 // A dsh .jsonl.zstd file is a concatenation of independent Zstandard
 // frames, each one durable append batch of whole rows (docs/format.md §2.4).
-// Size walks a frame's header and block headers (the zstd frame format, RFC 8878 section 3.1) to learn its
-// compressed size without decompressing anything.
+// FrameSize walks a frame's header and block headers (the zstd frame
+// format, RFC 8878 section 3.1) to learn its compressed size without
+// decompressing anything, so readers and writers can work frame by frame
+// and checkpoint at frame boundaries.
+
+// Magic starts every Zstandard frame (its magic number, little-endian).
+var Magic = []byte{0x28, 0xB5, 0x2F, 0xFD}
+
+// IsZstd reports whether b starts with a Zstandard frame's magic.
+func IsZstd(b []byte) bool { return bytes.HasPrefix(b, Magic) }
 
 const (
 	zstdFrameMagic = 0xFD2FB528
@@ -26,10 +32,10 @@ const (
 // ErrNotFrame: the bytes at the offset start no zstd frame.
 var ErrNotFrame = errors.New("no zstd frame starts here")
 
-// Size returns the compressed size of the frame starting at off in r,
+// FrameSize returns the compressed size of the frame starting at off in r,
 // whose readable size is size. complete is false when the frame runs past
 // size: it is still being written (or torn), not corrupt.
-func Size(r io.ReaderAt, off, size int64) (n int64, complete bool, err error) {
+func FrameSize(r io.ReaderAt, off, size int64) (n int64, complete bool, err error) {
 	var buf [18]byte
 	read := func(at int64, k int) ([]byte, bool, error) {
 		if at+int64(k) > size {
@@ -106,4 +112,43 @@ func Size(r io.ReaderAt, off, size int64) (n int64, complete bool, err error) {
 		pos += 4
 	}
 	return pos - off, pos <= size, nil
+}
+
+// Frame is one complete frame of a zstd file: its offset and compressed
+// length.
+type Frame struct{ Off, N int64 }
+
+// Frames lists the complete frames at the start of r (of readable size
+// size), stopping at the first incomplete or unrecognized one.
+func Frames(r io.ReaderAt, size int64) []Frame {
+	var out []Frame
+	for off := int64(0); off < size; {
+		n, complete, err := FrameSize(r, off, size)
+		if err != nil || !complete {
+			break
+		}
+		out = append(out, Frame{off, n})
+		off += n
+	}
+	return out
+}
+
+// NextFrame finds the next frame magic at or after off: where reading can
+// resume past undecodable bytes.
+func NextFrame(r io.ReaderAt, off, size int64) (int64, bool) {
+	buf := make([]byte, 64<<10)
+	for off < size {
+		n, _ := r.ReadAt(buf[:min(int64(len(buf)), size-off)], off)
+		if n == 0 {
+			break
+		}
+		if i := bytes.Index(buf[:n], Magic); i >= 0 {
+			return off + int64(i), true
+		}
+		if n < len(Magic) {
+			break
+		}
+		off += int64(n - len(Magic) + 1)
+	}
+	return 0, false
 }
