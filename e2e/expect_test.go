@@ -158,7 +158,7 @@ func replay(eng *turnengine.Engine, s session, now time.Time) error {
 
 // traceOf is the expected OTLP trace of one turn.
 func traceOf(turn *turnengine.Turn) ptrace.Traces {
-	return turnrender.Traces([]*turnengine.Turn{turn})
+	return turnrender.Traces("github.com/dshtrace/dshtrace/connector/turnstate", []*turnengine.Turn{turn})
 }
 
 // spansByID flattens traces into their spans by span id.

@@ -111,5 +111,5 @@ func expectedTurn(t *testing.T, log []byte, id string) int {
 	if err := turnengine.Replay(e, bytes.NewReader(log), sessionlog.Options{}, id, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	return turnrender.Traces(e.Drain()).SpanCount()
+	return turnrender.Traces("github.com/dshtrace/dshtrace/connector/turnstate", e.Drain()).SpanCount()
 }

@@ -70,7 +70,7 @@ func TestGeneratedCorpusChecks(t *testing.T) {
 				require.NoError(t, turnengine.Replay(e, bytes.NewReader(b), sessionlog.Options{}, "fallback", now))
 				for _, turn := range e.Drain() {
 					if !turn.Dangling() {
-						spans += turnrender.Traces([]*turnengine.Turn{turn}).SpanCount()
+						spans += turnrender.Traces("github.com/dshtrace/dshtrace/connector/turnstate", []*turnengine.Turn{turn}).SpanCount()
 					}
 				}
 			}

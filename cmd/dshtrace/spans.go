@@ -46,14 +46,14 @@ func runSpans(args []string, stdin io.Reader, stdout io.Writer) error {
 	}
 	turns := eng.Drain()
 	if *endpoint != "" {
-		if err := sendOTLP(*endpoint, turnrender.Traces(turns)); err != nil {
+		if err := sendOTLP(*endpoint, turnrender.Traces(scopeName, turns)); err != nil {
 			return &exitError{code: 2, err: err}
 		}
 	}
 	if *asJSON {
 		var m ptrace.JSONMarshaler
 		for _, t := range turns {
-			b, err := m.MarshalTraces(turnrender.Traces([]*turnengine.Turn{t}))
+			b, err := m.MarshalTraces(turnrender.Traces(scopeName, []*turnengine.Turn{t}))
 			if err != nil {
 				return err
 			}
@@ -65,7 +65,7 @@ func runSpans(args []string, stdin io.Reader, stdout io.Writer) error {
 		fmt.Fprintf(stdout, "sent %d turns to %s\n", len(turns), *endpoint)
 		return nil
 	}
-	printSpanTree(stdout, turnrender.Traces(turns))
+	printSpanTree(stdout, turnrender.Traces(scopeName, turns))
 	return nil
 }
 
@@ -147,3 +147,6 @@ func spanSummary(s ptrace.Span) string {
 	}
 	return "  " + strings.Join(parts, " ")
 }
+
+// scopeName is the instrumentation scope of the spans the CLI renders.
+const scopeName = "github.com/dshtrace/dshtrace/cmd/dshtrace"

@@ -464,7 +464,7 @@ func (c *core) emitTraces(ctx context.Context, next consumer.Traces, turns []*tu
 	if next == nil || len(turns) == 0 {
 		return
 	}
-	if err := next.ConsumeTraces(ctx, turnrender.Traces(turns)); err != nil {
+	if err := next.ConsumeTraces(ctx, turnrender.Traces(metadata.ScopeName, turns)); err != nil {
 		c.tel.AddEmitFailure(ctx, metadata.SignalTraces)
 		c.logger.Warn("Next consumer refused turn traces; they are not retried", zap.Int("turns", len(turns)), zap.Error(err))
 	}

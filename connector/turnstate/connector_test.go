@@ -416,7 +416,7 @@ func TestMetricsFlush(t *testing.T) {
 	}
 	// A session record that does not decode: a violation.
 	bad := plog.NewLogs()
-	lr := logrecord.NewResourceLogs(bad, "broken", nil).AppendEmpty()
+	lr := logrecord.NewResourceLogs(bad, "github.com/dshtrace/dshtrace/receiver/sessionevent", "broken", nil).AppendEmpty()
 	lr.SetEventName(logrecord.EventNameEvent)
 	lr.Attributes().PutStr(logrecord.AttrSessionID, "broken")
 	lr.Body().SetStr(`{"type":"turn/start","seq":0,`)

@@ -247,7 +247,7 @@ func replay(t *testing.T, path, fallback string) (*turnengine.Engine, ptrace.Tra
 	defer f.Close()
 	e := turnengine.New(createDefaultConfig().engineConfig())
 	require.NoError(t, turnengine.Replay(e, f, sessionlog.Options{}, fallback, epoch))
-	return e, turnrender.Traces(e.Drain())
+	return e, turnrender.Traces("github.com/dshtrace/dshtrace/connector/turnstate", e.Drain())
 }
 
 // normalizeDangling erases the dangling cause, which differs between the

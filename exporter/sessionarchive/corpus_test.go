@@ -140,7 +140,7 @@ func replay(t testing.TB, path, session string) ptrace.Traces {
 	defer f.Close()
 	e := turnengine.New(turnengine.Config{LiveSteps: true})
 	require.NoError(t, turnengine.Replay(e, f, sessionlog.Options{}, session, observed))
-	return turnrender.Traces(e.Drain())
+	return turnrender.Traces("github.com/dshtrace/dshtrace/connector/turnstate", e.Drain())
 }
 
 // Every corpus file, delivered as the receiver's records, is archived

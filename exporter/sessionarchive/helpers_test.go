@@ -75,7 +75,7 @@ func logsOf(recs []record) plog.Logs {
 	last := "\x00none"
 	for _, r := range recs {
 		if r.session != last {
-			lrs = logrecord.NewResourceLogs(ld, r.session, nil)
+			lrs = logrecord.NewResourceLogs(ld, "github.com/dshtrace/dshtrace/receiver/sessionevent", r.session, nil)
 			last = r.session
 		}
 		r.lr.CopyTo(lrs.AppendEmpty())

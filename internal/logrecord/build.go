@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/dshtrace/dshtrace/internal/sessiontable"
 	"github.com/dshtrace/dshtrace/sessionlog"
 	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
@@ -41,9 +42,7 @@ const (
 // words per session plus the open step, bounded by MaxSessions (least
 // recently used first out).
 type Tracker struct {
-	max      int
-	sessions map[string]*position
-	order    []string // insertion order, for a cheap bound
+	sessions *sessiontable.Table[*position]
 
 	// last is the position found last: the rows of a batch come session
 	// by session, so most lookups need no hashing.
@@ -53,39 +52,29 @@ type Tracker struct {
 type position struct {
 	cur   *turnmodel.Cursor
 	cache idCache
+	elem  *sessiontable.Elem[*position]
 }
 
-// DefaultMaxSessions bounds the sessions a Tracker or Reader remembers
-// when no bound is given.
-const DefaultMaxSessions = 100000
-
-// NewTracker returns a Tracker remembering at most maxSessions sessions.
+// NewTracker returns a Tracker remembering at most maxSessions sessions
+// (sessiontable.DefaultMaxSessions when not positive).
 func NewTracker(maxSessions int) *Tracker {
-	if maxSessions <= 0 {
-		maxSessions = DefaultMaxSessions
-	}
-	return &Tracker{max: maxSessions, sessions: map[string]*position{}}
+	return &Tracker{sessions: sessiontable.New[*position](maxSessions)}
 }
 
 func (t *Tracker) position(session string) *position {
-	if t.last != nil && session == t.last.cur.Session() {
-		return t.last
+	if p := t.last; p != nil && session == p.cur.Session() {
+		t.sessions.Touch(p.elem)
+		return p
 	}
-	p := t.sessions[session]
-	if p == nil {
-		if len(t.sessions) >= t.max {
+	p, ok := t.sessions.Get(session)
+	if !ok {
+		if t.sessions.Full() {
+			id, _, _ := t.sessions.Oldest()
+			t.sessions.Remove(id)
 			t.last = nil
-			// Forget the oldest half at once: amortized O(1) per session.
-			drop := t.order[:len(t.order)/2]
-			for _, id := range drop {
-				delete(t.sessions, id)
-			}
-			t.order = append([]string(nil), t.order[len(drop):]...)
 		}
 		p = &position{cur: turnmodel.NewCursor(session)}
-		session = p.cur.Session() // kept: no view into a row
-		t.sessions[session] = p
-		t.order = append(t.order, session)
+		p.elem = t.sessions.Add(p.cur.Session(), p) // kept: no view into a row
 	}
 	t.last = p
 	return p
@@ -94,19 +83,17 @@ func (t *Tracker) position(session string) *position {
 // NewResourceLogs appends a ResourceLogs for one session: its resource is
 // exactly session.id plus the static attributes, identical whichever way
 // the rows came in, so partitioning by resource keeps a session together.
-func NewResourceLogs(ld plog.Logs, session string, static map[string]string) plog.LogRecordSlice {
+// scope names the instrumentation scope: the component that reads the rows.
+func NewResourceLogs(ld plog.Logs, scope, session string, static map[string]string) plog.LogRecordSlice {
 	rl := ld.ResourceLogs().AppendEmpty()
 	for k, v := range static {
 		rl.Resource().Attributes().PutStr(k, v)
 	}
 	rl.Resource().Attributes().PutStr(AttrSessionID, session)
 	sl := rl.ScopeLogs().AppendEmpty()
-	sl.Scope().SetName(ScopeName)
+	sl.Scope().SetName(scope)
 	return sl.LogRecords()
 }
-
-// ScopeName is the instrumentation scope of the receiver's records.
-const ScopeName = "github.com/dshtrace/dshtrace/receiver/sessionevent"
 
 // Append adds the record of one physical row to lrs: a header record, or
 // one event record (a packed row is one record standing for its members).

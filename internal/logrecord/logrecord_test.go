@@ -55,7 +55,7 @@ func build(t *testing.T, path, session string) plog.Logs {
 		}
 		lrs, ok := bySession[id]
 		if !ok {
-			lrs = NewResourceLogs(ld, id, nil)
+			lrs = NewResourceLogs(ld, testScope, id, nil)
 			bySession[id] = lrs
 		}
 		tr.Append(lrs, id, row, dec.Format(), now)
@@ -83,7 +83,7 @@ func feed(t *testing.T, ld plog.Logs) ptrace.Traces {
 		}
 	}
 	e.Flush(turnengine.CauseEndOfInput, now)
-	return turnrender.Traces(e.Drain())
+	return turnrender.Traces("github.com/dshtrace/dshtrace/connector/turnstate", e.Drain())
 }
 
 func replay(t *testing.T, path, session string) ptrace.Traces {
@@ -97,7 +97,7 @@ func replay(t *testing.T, path, session string) ptrace.Traces {
 	if err := turnengine.Replay(e, f, sessionlog.Options{}, session, now); err != nil {
 		t.Fatal(err)
 	}
-	return turnrender.Traces(e.Drain())
+	return turnrender.Traces("github.com/dshtrace/dshtrace/connector/turnstate", e.Drain())
 }
 
 // For every corpus file: one record per physical row, each Body byte-equal
@@ -200,3 +200,6 @@ func headerOf(t *testing.T, path string) *sessionlog.Header {
 	}
 	return rep.Header
 }
+
+// testScope is the scope the receiver gives its records.
+const testScope = "github.com/dshtrace/dshtrace/receiver/sessionevent"

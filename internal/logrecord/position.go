@@ -23,8 +23,8 @@ func (p Position) IsZero() bool { return p.cur == nil }
 // Save returns a copy of the session's position (the zero Position when the
 // Tracker knows nothing of the session). It does not touch the LRU order.
 func (t *Tracker) Save(session string) Position {
-	p := t.sessions[session]
-	if p == nil {
+	p, ok := t.sessions.Peek(session)
+	if !ok {
 		return Position{}
 	}
 	return Position{cur: p.cur.Clone()}
@@ -33,23 +33,15 @@ func (t *Tracker) Save(session string) Position {
 // Restore puts a saved position back; the zero Position forgets the session.
 func (t *Tracker) Restore(session string, saved Position) {
 	if saved.cur == nil {
-		if _, ok := t.sessions[session]; ok {
-			delete(t.sessions, session)
+		if t.sessions.Remove(session) {
 			t.last = nil
-			// The session was most likely added just now: search from the end.
-			for i := len(t.order) - 1; i >= 0; i-- {
-				if t.order[i] == session {
-					t.order = append(t.order[:i], t.order[i+1:]...)
-					break
-				}
-			}
 		}
 		return
 	}
 	p := t.position(session)
 	c := saved.cur.Clone()
-	c.SetSession(session)
-	*p = position{cur: c}
+	c.SetSession(p.cur.Session())
+	p.cur, p.cache = c, idCache{}
 }
 
 // MarshalJSON stores the position; the zero Position is null.

@@ -24,14 +24,14 @@ func TestPositionSaveRestore(t *testing.T) {
 		const session = "s"
 
 		want := plog.NewLogs()
-		lrs := NewResourceLogs(want, session, nil)
+		lrs := NewResourceLogs(want, testScope, session, nil)
 		tr := NewTracker(0)
 		for _, r := range rows {
 			tr.Append(lrs, session, r.Row, r.Format, now)
 		}
 
 		got := plog.NewLogs()
-		glrs := NewResourceLogs(got, session, nil)
+		glrs := NewResourceLogs(got, testScope, session, nil)
 		tr = NewTracker(0)
 		for start := 0; start < len(rows); start += 7 {
 			batch := rows[start:min(start+7, len(rows))]
@@ -76,11 +76,32 @@ func TestPositionForget(t *testing.T) {
 		t.Fatal("no position after an append")
 	}
 	tr.Restore("a", Position{})
-	if !tr.Save("a").IsZero() || len(tr.order) != 0 {
-		t.Fatalf("session not forgotten: order %v", tr.order)
+	if !tr.Save("a").IsZero() || tr.sessions.Len() != 0 {
+		t.Fatalf("session not forgotten: %d sessions held", tr.sessions.Len())
 	}
 	b, _ := json.Marshal(Position{})
 	if string(b) != "null" {
 		t.Fatalf("zero position marshals to %s", b)
+	}
+}
+
+// TestTrackerForgetsLeastRecentlyUsed: at its bound the Tracker forgets the
+// session used least recently, not the one added first.
+func TestTrackerForgetsLeastRecentlyUsed(t *testing.T) {
+	tr := NewTracker(2)
+	appendStart := func(id string) {
+		row := &sessionlog.Row{Kind: sessionlog.RowEvent, Bytes: []byte(`{}`)}
+		row.Events = []sessionlog.Event{{Row: row, Type: "turn/start", Seq: 0, Turn: 1, HasTurn: true, Detail: &sessionlog.Detail{}}}
+		tr.Append(plog.NewLogRecordSlice(), id, row, sessionlog.Format{}, now)
+	}
+	appendStart("a")
+	appendStart("b")
+	appendStart("a") // a is now the most recently used
+	appendStart("c")
+	if tr.Save("a").IsZero() || tr.Save("c").IsZero() {
+		t.Fatal("a recently used session was forgotten")
+	}
+	if !tr.Save("b").IsZero() {
+		t.Fatal("the least recently used session is still held")
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/dshtrace/dshtrace/internal/sessiontable"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -45,9 +46,7 @@ type Record struct {
 // rows' decoding needs across records (the format version, the header),
 // for at most maxSessions sessions.
 type Reader struct {
-	max      int
-	sessions map[string]*readState
-	order    []string
+	sessions *sessiontable.Table[*readState]
 
 	// arena holds the rows of the batch ReadBatch reads: a batch reuses
 	// the memory of the one before. cur is the arena of the batch being
@@ -70,36 +69,32 @@ type readState struct {
 	id     string // the session's, owned
 	dec    *sessionlog.RowDecoder
 	header *sessionlog.Header
+	elem   *sessiontable.Elem[*readState]
 }
 
-// NewReader returns a Reader remembering at most maxSessions sessions.
+// NewReader returns a Reader remembering at most maxSessions sessions
+// (sessiontable.DefaultMaxSessions when not positive).
 func NewReader(maxSessions int) *Reader {
-	if maxSessions <= 0 {
-		maxSessions = 100000
-	}
-	return &Reader{max: maxSessions, sessions: map[string]*readState{}}
+	return &Reader{sessions: sessiontable.New[*readState](maxSessions)}
 }
 
 func (r *Reader) state(session string) *readState {
-	if r.last != nil && session == r.last.id {
-		return r.last
+	if s := r.last; s != nil && session == s.id {
+		r.sessions.Touch(s.elem)
+		return s
 	}
-	s := r.sessions[session]
-	if s == nil {
-		if len(r.sessions) >= r.max {
+	s, ok := r.sessions.Get(session)
+	if !ok {
+		if r.sessions.Full() {
+			id, _, _ := r.sessions.Oldest()
+			r.sessions.Remove(id)
 			r.last = nil
-			drop := r.order[:len(r.order)/2]
-			for _, id := range drop {
-				delete(r.sessions, id)
-			}
-			r.order = append([]string(nil), r.order[len(drop):]...)
 		}
 		s = &readState{dec: sessionlog.NewRowDecoder(0, 0)}
 		s.dec.SetShallow(r.shallow)
 		session = strings.Clone(session) // kept: no view into a record
 		s.id = session
-		r.sessions[session] = s
-		r.order = append(r.order, session)
+		s.elem = r.sessions.Add(session, s)
 	}
 	r.last = s
 	return s
@@ -107,7 +102,7 @@ func (r *Reader) state(session string) *readState {
 
 // Forget drops what the Reader keeps of a session.
 func (r *Reader) Forget(session string) {
-	delete(r.sessions, session)
+	r.sessions.Remove(session)
 	if r.last != nil && session == r.last.id {
 		r.last = nil
 	}

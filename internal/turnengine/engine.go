@@ -1,11 +1,11 @@
 package turnengine
 
 import (
-	"container/list"
 	"strings"
 	"time"
 
 	"github.com/dshtrace/dshtrace/internal/pricing"
+	"github.com/dshtrace/dshtrace/internal/sessiontable"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -51,12 +51,13 @@ type Config struct {
 	KeepInherited bool
 }
 
-// Defaults.
+// Defaults. The session bounds are the ones every part shares
+// (internal/sessiontable).
 const (
 	DefaultAgentName       = "dsh"
-	DefaultDanglingTimeout = 15 * time.Minute
-	DefaultMaxOpenTurns    = 100000
-	DefaultMaxSessions     = 100000
+	DefaultDanglingTimeout = sessiontable.DefaultDanglingTimeout
+	DefaultMaxOpenTurns    = sessiontable.DefaultMaxOpenTurns
+	DefaultMaxSessions     = sessiontable.DefaultMaxSessions
 	DefaultReorderWindow   = 4096
 	DefaultGapTimeout      = 5 * time.Second
 	DefaultMaxContentBytes = 16384
@@ -130,12 +131,12 @@ type Input struct {
 // Engine holds the open state of every session. It is not safe for
 // concurrent use; the caller serializes calls.
 type Engine struct {
-	cfg      Config
-	sessions map[string]*session
+	cfg Config
+	// sessions are the sessions tracked, in order of last arrival.
+	sessions *sessiontable.Table[*session]
 	last     *session // the session session returned last (a batch is mostly one session's)
-	// lru orders sessions by last arrival, oldest first; open orders the
-	// sessions that have an open turn by when it opened.
-	lru, open *list.List
+	// open orders the sessions that have an open turn by when it opened.
+	open      sessiontable.List[*session]
 	gaps      map[*session]struct{}
 	closed    []*Turn
 	forgotten []string
@@ -175,9 +176,7 @@ func New(cfg Config) *Engine {
 	return &Engine{
 		obs:      obs,
 		cfg:      cfg,
-		sessions: map[string]*session{},
-		lru:      list.New(),
-		open:     list.New(),
+		sessions: sessiontable.New[*session](cfg.MaxSessions),
 		gaps:     map[*session]struct{}{},
 		names:    map[string]string{},
 		tombs:    map[string]*dangled{},
@@ -202,7 +201,7 @@ func (e *Engine) Stats() Stats {
 func (e *Engine) OpenTurns() int { return e.open.Len() }
 
 // Sessions is the number of sessions the engine tracks.
-func (e *Engine) Sessions() int { return len(e.sessions) }
+func (e *Engine) Sessions() int { return e.sessions.Len() }
 
 // RecordViolation counts a violation the caller found outside the engine —
 // a problem decoding a row — in Stats.Violations and tells the observer,
@@ -313,16 +312,15 @@ func (e *Engine) Sweep(now time.Time) {
 			e.skipGap(s, now) // re-marks the session if a further gap remains
 		}
 	}
-	for el := e.lru.Front(); el != nil; {
-		s := el.Value.(*session)
+	e.sessions.Ascending(func(_ string, s *session) bool {
 		if now.Sub(s.lastArrival) < e.cfg.DanglingTimeout {
-			break // the list is ordered by arrival
+			return false // the table is ordered by arrival
 		}
-		el = el.Next()
 		if s.turn != nil {
 			e.closeDangling(s, CauseTimeout, now)
 		}
-	}
+		return true
+	})
 }
 
 // Flush applies every buffered event (skipping gaps) and closes every open
@@ -336,7 +334,7 @@ func (e *Engine) Flush(cause string, now time.Time) {
 		delete(e.gaps, s)
 	}
 	for el := e.open.Front(); el != nil; {
-		s := el.Value.(*session)
+		s := el.Value
 		el = el.Next()
 		e.closeDangling(s, cause, now)
 	}
@@ -344,13 +342,13 @@ func (e *Engine) Flush(cause string, now time.Time) {
 
 func (e *Engine) session(id string, now time.Time) *session {
 	if s := e.last; s != nil && s.id == id {
-		e.lru.MoveToBack(s.lruElem)
+		e.sessions.Touch(s.elem)
 		s.lastArrival = now
 		return s
 	}
-	s := e.sessions[id]
-	if s == nil {
-		if len(e.sessions) >= e.cfg.MaxSessions {
+	s, ok := e.sessions.Get(id)
+	if !ok {
+		if e.sessions.Full() {
 			e.evictSession(now)
 		}
 		s = newSession(id, e)
@@ -362,35 +360,30 @@ func (e *Engine) session(id string, now time.Time) *session {
 			s.started, s.next = true, d.next
 			s.validator.Resume(d.next, d.number)
 		}
-		s.lruElem = e.lru.PushBack(s)
-		e.sessions[s.id] = s // the session's own copy of the id, no view into a row
+		s.elem = e.sessions.Add(s.id, s) // the session's own copy of the id, no view into a row
 		e.stats.SessionsSeen++
-	} else {
-		e.lru.MoveToBack(s.lruElem)
 	}
 	s.lastArrival = now
 	e.last = s
 	return s
 }
 
-// forget drops session s from the sessions map (and the last-used cache).
+// forget drops session s from the sessions table (and the last-used cache).
 func (e *Engine) forget(s *session) {
-	delete(e.sessions, s.id)
+	e.sessions.Remove(s.id)
 	if e.last == s {
 		e.last = nil
 	}
 }
 
 func (e *Engine) evictSession(now time.Time) {
-	el := e.lru.Front()
-	if el == nil {
+	_, s, ok := e.sessions.Oldest()
+	if !ok {
 		return
 	}
-	s := el.Value.(*session)
 	if s.turn != nil {
 		e.closeDangling(s, CauseEvicted, now)
 	}
-	e.lru.Remove(el)
 	delete(e.gaps, s)
 	e.forget(s)
 	e.forgotten = append(e.forgotten, s.id)
@@ -419,7 +412,7 @@ func (e *Engine) closeDangling(s *session, cause string, now time.Time) {
 // turnOpened tracks a newly opened turn and enforces MaxOpenTurns.
 func (e *Engine) turnOpened(s *session, now time.Time) {
 	for e.open.Len() >= e.cfg.MaxOpenTurns {
-		oldest := e.open.Front().Value.(*session)
+		oldest := e.open.Front().Value
 		e.closeDangling(oldest, CauseEvicted, now)
 	}
 	s.openElem = e.open.PushBack(s)

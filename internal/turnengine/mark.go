@@ -45,8 +45,8 @@ type DangledMark struct {
 // Mark returns the session's mark; false when the engine does not track
 // the session.
 func (e *Engine) Mark(id string) (Mark, bool) {
-	s := e.sessions[id]
-	if s == nil {
+	s, ok := e.sessions.Peek(id)
+	if !ok {
 		return Mark{}, false
 	}
 	m := Mark{Started: s.started, Next: s.next, LastClosedTurn: s.cur.LastClosed(),
@@ -78,7 +78,7 @@ func (e *Engine) Mark(id string) (Mark, bool) {
 // validator expects the next seq and turn. A session the engine already
 // tracks is left alone.
 func (e *Engine) Resume(id string, m Mark, now time.Time) {
-	if e.sessions[id] != nil {
+	if _, ok := e.sessions.Peek(id); ok {
 		return
 	}
 	s := e.session(id, now)
@@ -130,8 +130,8 @@ func (m Mark) Equal(o Mark) bool {
 // over (its state carries on there, from the journal); open reports
 // whether it had an open turn, ok whether the engine tracked it.
 func (e *Engine) Release(id string) (open, ok bool) {
-	s := e.sessions[id]
-	if s == nil {
+	s, ok := e.sessions.Peek(id)
+	if !ok {
 		return false, false
 	}
 	open = s.turn != nil
@@ -139,7 +139,6 @@ func (e *Engine) Release(id string) (open, ok bool) {
 		e.open.Remove(s.openElem)
 		s.openElem = nil
 	}
-	e.lru.Remove(s.lruElem)
 	delete(e.gaps, s)
 	e.forget(s)
 	delete(e.tombs, id)

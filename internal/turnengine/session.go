@@ -1,11 +1,11 @@
 package turnengine
 
 import (
-	"container/list"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/dshtrace/dshtrace/internal/sessiontable"
 	"github.com/dshtrace/dshtrace/sessionlog"
 	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
@@ -24,7 +24,10 @@ type session struct {
 	gapSince    time.Time
 	lastArrival time.Time
 
-	lruElem, openElem *list.Element
+	// elem is the session's place in the engine's table; openElem its
+	// place in the open-turn order while it has an open turn.
+	elem     *sessiontable.Elem[*session]
+	openElem *sessiontable.Elem[*session]
 
 	turn *openTurn
 	// dangled is the latest turn closed as dangling, until dsh closes it

@@ -71,7 +71,7 @@ func checkTree(t *testing.T, name string, td ptrace.Traces) {
 func TestCorpusTraceTrees(t *testing.T) {
 	for _, l := range testcorpus.Logs(t) {
 		_, _, turns := replayFile(t, l.Path, turnengine.Config{})
-		checkTree(t, l.Name, Traces(turns))
+		checkTree(t, l.Name, Traces(testScope, turns))
 	}
 }
 
@@ -116,7 +116,7 @@ func TestDeterministicUnderRebatching(t *testing.T) {
 			}
 			e.Flush(turnengine.CauseEndOfInput, epoch)
 			turns = append(turns, e.Drain()...)
-			got := Traces(turns)
+			got := Traces(testScope, turns)
 			if err := ptracetest.CompareTraces(want, got, ptracetest.IgnoreResourceSpansOrder()); err != nil {
 				t.Fatalf("%s trial %d: %v", rel, trial, err)
 			}
@@ -152,7 +152,7 @@ func TestDanglingTurnSpan(t *testing.T) {
 	if len(closed) != 1 || !closed[0].Dangling() {
 		t.Fatalf("want turn 2 dangling by timeout, got %+v", closed)
 	}
-	td := Traces(closed)
+	td := Traces(testScope, closed)
 	root := td.ResourceSpans().At(0).ScopeSpans().At(0).Spans().At(0)
 	if root.Status().Code() != ptrace.StatusCodeError {
 		t.Fatal("a dangling turn's span has status ERROR")
@@ -251,7 +251,7 @@ func TestTurnsOwnTheirStrings(t *testing.T) {
 				}
 			}
 			e.Flush(turnengine.CauseEndOfInput, epoch)
-			got := Traces(e.Drain())
+			got := Traces(testScope, e.Drain())
 			require.Positive(t, got.SpanCount())
 			require.NoError(t, ptracetest.CompareTraces(want, got, ptracetest.IgnoreSpansOrder()))
 		})

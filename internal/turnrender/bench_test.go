@@ -50,7 +50,7 @@ func BenchmarkTraces(b *testing.B) {
 	b.ReportAllocs()
 	spans := 0
 	for b.Loop() {
-		spans += Traces(turns).SpanCount()
+		spans += Traces(testScope, turns).SpanCount()
 	}
 	b.ReportMetric(float64(spans)/b.Elapsed().Seconds(), "spans/s")
 }

@@ -116,7 +116,7 @@ func TestUnpricedModel(t *testing.T) {
 		e.Ingest(x, epoch)
 	}
 	e.Flush(turnengine.CauseEndOfInput, epoch)
-	spans := spansByName(Traces(e.Drain()))
+	spans := spansByName(Traces(testScope, e.Drain()))
 	for _, s := range spans["chat"] {
 		if _, ok := s.Attributes().Get("dsh.usage.cost"); ok {
 			t.Error("a chat span without a price has a cost")
@@ -142,7 +142,7 @@ func TestUnpricedModel(t *testing.T) {
 		e.Ingest(x, epoch)
 	}
 	e.Flush(turnengine.CauseEndOfInput, epoch)
-	root = spansByName(Traces(e.Drain()))["invoke_agent"][0].Attributes()
+	root = spansByName(Traces(testScope, e.Drain()))["invoke_agent"][0].Attributes()
 	// $1 per 1M tokens of every type: (123+1664+89 + 233+1664+24)/1e6.
 	if v, _ := root.Get("dsh.turn.cost"); !closeTo(v.Double(), 3797e-6) {
 		t.Errorf("dsh.turn.cost = %v, want 0.003797", v.AsRaw())

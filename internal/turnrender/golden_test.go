@@ -45,7 +45,7 @@ func TestGolden(t *testing.T) {
 				path = testcorpus.Path(t, path)
 			}
 			e, m, turns := replayFile(t, path, turnengine.Config{})
-			td := Traces(turns)
+			td := Traces(testScope, turns)
 			md := pmetric.NewMetrics()
 			m.AppendTo(md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty(), epoch, e.OpenTurns())
 			tracesFile := filepath.Join("testdata", "golden", c.name+".traces.yaml")

@@ -22,6 +22,9 @@ var update = flag.Bool("update", false, "rewrite the golden files")
 var epoch = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
 
 // loadInputs decodes a log into engine inputs.
+// testScope is the scope the connector gives its spans.
+const testScope = "github.com/dshtrace/dshtrace/connector/turnstate"
+
 func loadInputs(t *testing.T, r io.Reader, session string) []turnengine.Input {
 	t.Helper()
 	var out []turnengine.Input
@@ -59,7 +62,7 @@ func run(cfg turnengine.Config, inputs []turnengine.Input) (*turnengine.Engine, 
 		e.Ingest(in, epoch)
 	}
 	e.Flush(turnengine.CauseEndOfInput, epoch)
-	return e, m, Traces(e.Drain())
+	return e, m, Traces(testScope, e.Drain())
 }
 
 // replayFile runs a whole log through a fresh engine.

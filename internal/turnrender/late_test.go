@@ -59,7 +59,7 @@ func TestLateCloseSpanAndMetrics(t *testing.T) {
 		t.Errorf("%s{dangling} = %d, want 1 (the turn still dangled)", MetricTurns, got)
 	}
 	// The span: in turn 1's trace, a child of its root, once.
-	td := Traces(late)
+	td := Traces(testScope, late)
 	if td.SpanCount() != 1 || spansOf(late[0]) != 1 {
 		t.Fatalf("late close spans %d (sized for %d)", td.SpanCount(), spansOf(late[0]))
 	}

@@ -51,7 +51,7 @@ func TestLiveStepsEqualWhole(t *testing.T) {
 		}
 		e.Flush(turnengine.CauseEndOfInput, epoch)
 		got = append(got, e.Drain()...)
-		live := Traces(got)
+		live := Traces(testScope, got)
 		if live.SpanCount() != whole.SpanCount() {
 			t.Errorf("%s: %d spans live, %d whole", filepath.Base(path), live.SpanCount(), whole.SpanCount())
 		}
@@ -76,7 +76,7 @@ func TestLiveFragmentsHaveNoRoot(t *testing.T) {
 	if len(frags) != 3 {
 		t.Fatalf("%d fragments before the turn/end, want 3 (one per step)", len(frags))
 	}
-	td := Traces(frags)
+	td := Traces(testScope, frags)
 	for _, rs := range td.ResourceSpans().All() {
 		for _, ss := range rs.ScopeSpans().All() {
 			for _, s := range ss.Spans().All() {
@@ -88,7 +88,7 @@ func TestLiveFragmentsHaveNoRoot(t *testing.T) {
 	}
 	e.Ingest(inputs[len(inputs)-1], epoch)
 	roots := 0
-	for _, s := range Traces(e.Drain()).ResourceSpans().At(0).ScopeSpans().At(0).Spans().All() {
+	for _, s := range Traces(testScope, e.Drain()).ResourceSpans().At(0).ScopeSpans().At(0).Spans().All() {
 		if s.ParentSpanID().IsEmpty() {
 			roots++
 		}

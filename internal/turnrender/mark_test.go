@@ -67,7 +67,7 @@ func resumeEqualsUninterrupted(t *testing.T, cfg turnengine.Config) {
 			e2.Flush(turnengine.CauseEndOfInput, epoch)
 			turns = append(turns, e2.Drain()...)
 
-			if err := ptracetest.CompareTraces(want, Traces(turns), ptracetest.IgnoreResourceSpansOrder(), ptracetest.IgnoreSpansOrder()); err != nil {
+			if err := ptracetest.CompareTraces(want, Traces(testScope, turns), ptracetest.IgnoreResourceSpansOrder(), ptracetest.IgnoreSpansOrder()); err != nil {
 				t.Fatalf("%s stopped after %d of %d events (mark %+v): %v", rel, k, len(inputs), m, err)
 			}
 			s1, s2 := e1.Stats(), e2.Stats()

@@ -10,14 +10,12 @@ import (
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
-// ScopeName is the instrumentation scope of the spans and metrics rendered
-// here: the connector's, which emits them.
-const ScopeName = "github.com/dshtrace/dshtrace/connector/turnstate"
-
 // Traces renders closed turns as OTLP traces: one trace per turn, one
 // ResourceSpans per session (resource session.id and service.name = the
-// agent), spans as docs/design.md §4 lays out.
-func Traces(turns []*turnengine.Turn) ptrace.Traces {
+// agent), spans as docs/design.md §4 lays out. scope names the
+// instrumentation scope of the spans: the component (or command) that
+// emits them.
+func Traces(scope string, turns []*turnengine.Turn) ptrace.Traces {
 	td := ptrace.NewTraces()
 	// Each session's span slice is sized once for all its turns: grown
 	// turn by turn, it would be copied at every turn.
@@ -35,7 +33,7 @@ func Traces(turns []*turnengine.Turn) ptrace.Traces {
 			rs.Resource().Attributes().PutStr("service.name", t.Agent)
 			rs.Resource().Attributes().PutStr("session.id", t.SessionID)
 			ss := rs.ScopeSpans().AppendEmpty()
-			ss.Scope().SetName(ScopeName)
+			ss.Scope().SetName(scope)
 			spans = ss.Spans()
 			spans.EnsureCapacity(sizes[key])
 			bySession[key] = spans

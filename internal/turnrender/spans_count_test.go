@@ -27,7 +27,7 @@ func TestSpanCount(t *testing.T) {
 			require.NoError(t, turnengine.Replay(e, f, sessionlog.Options{}, "s", time.Unix(1_800_000_000, 0)))
 			f.Close()
 			for _, turn := range e.Drain() {
-				n := Traces([]*turnengine.Turn{turn}).SpanCount()
+				n := Traces(testScope, []*turnengine.Turn{turn}).SpanCount()
 				assert.Equal(t, n, spansOf(turn), "%s turn %d (live %v, fragment %v)", name, turn.Number, live, turn.Fragment)
 				if turn.Fragment {
 					fragments++

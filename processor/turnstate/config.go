@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/dshtrace/dshtrace/internal/logrecord"
+	"github.com/dshtrace/dshtrace/internal/sessiontable"
 )
 
 // Config configures the turn_state processor. Its bounds are the turn_state
@@ -26,11 +26,12 @@ type Config struct {
 	_ struct{}
 }
 
-// Defaults: the turn_state connector's (a test holds them equal).
+// Defaults: the bounds every part shares (internal/sessiontable), so the
+// processor closes the turns the connector closes.
 const (
-	defaultMaxSessions     = logrecord.DefaultMaxSessions
-	defaultMaxOpenTurns    = 100000
-	defaultDanglingTimeout = 15 * time.Minute
+	defaultMaxSessions     = sessiontable.DefaultMaxSessions
+	defaultMaxOpenTurns    = sessiontable.DefaultMaxOpenTurns
+	defaultDanglingTimeout = sessiontable.DefaultDanglingTimeout
 )
 
 func createDefaultConfig() *Config {

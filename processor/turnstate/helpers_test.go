@@ -335,7 +335,7 @@ func inheritedRecords(t testing.TB, path string) (plog.Logs, bool) {
 		return plog.Logs{}, false
 	}
 	ld := plog.NewLogs()
-	lrs := logrecord.NewResourceLogs(ld, parent, nil)
+	lrs := logrecord.NewResourceLogs(ld, "github.com/dshtrace/dshtrace/receiver/sessionevent", parent, nil)
 	tr := logrecord.NewTracker(0)
 	for _, r := range rows {
 		if n := len(r.Events); n > 0 && r.Events[n-1].Seq < seed {

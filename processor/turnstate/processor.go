@@ -2,7 +2,6 @@ package turnstate
 
 import (
 	"cmp"
-	"container/list"
 	"context"
 	"errors"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
+	"github.com/dshtrace/dshtrace/internal/sessiontable"
 	"github.com/dshtrace/dshtrace/processor/turnstate/internal/metadata"
 	"github.com/dshtrace/dshtrace/sessionlog"
 	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
@@ -36,13 +36,13 @@ type stamper struct {
 	tel   *metadata.Telemetry
 	clock func() time.Time
 
-	mu       sync.Mutex // guards everything below; a batch is placed under it
-	reader   *logrecord.Reader
-	sessions map[string]*session
-	// lru orders the sessions by last arrival, oldest first; open orders
-	// the sessions with an open turn by when it opened.
-	lru, open *list.List
-	tracked   atomic.Int64 // len(sessions), for the gauge without the lock
+	mu     sync.Mutex // guards everything below; a batch is placed under it
+	reader *logrecord.Reader
+	// sessions are the sessions tracked, in order of last arrival.
+	sessions *sessiontable.Table[*session]
+	// open orders the sessions with an open turn by when it opened.
+	open    sessiontable.List[*session]
+	tracked atomic.Int64 // sessions.Len(), for the gauge without the lock
 }
 
 // session is what the processor keeps of one session.
@@ -53,10 +53,9 @@ type session struct {
 	last        int64
 	applied     bool
 	lastArrival time.Time
-	lruElem     *list.Element
 	// openElem is the session's entry in the open-turn order while one of
 	// its own turns (not an inherited one) is open; openTurn is that turn.
-	openElem *list.Element
+	openElem *sessiontable.Elem[*session]
 	openTurn int64
 	// forkHeader is the header the cursor's fork cut was taken from.
 	forkHeader *sessionlog.Header
@@ -68,9 +67,7 @@ func newStamper(cfg *Config, set component.TelemetrySettings, clock func() time.
 		cfg:      cfg,
 		clock:    clock,
 		reader:   logrecord.NewReader(cfg.MaxSessions),
-		sessions: map[string]*session{},
-		lru:      list.New(),
-		open:     list.New(),
+		sessions: sessiontable.New[*session](cfg.MaxSessions),
 	}
 	p.reader.SetShallow(true) // the stamper only places events
 	tel, err := metadata.NewTelemetry(set, p.sessionsTracked)
@@ -126,7 +123,7 @@ func (p *stamper) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, err
 	for i := range slots {
 		p.stamp(&slots[i], &n)
 	}
-	p.tracked.Store(int64(len(p.sessions)))
+	p.tracked.Store(int64(p.sessions.Len()))
 	p.mu.Unlock()
 
 	record(ctx, p.tel, n)
@@ -215,35 +212,29 @@ func (p *stamper) place(g *group, slots []slot, now time.Time, n *counts) {
 // closing its open turn when it was silent for dangling_timeout, as the
 // connector's engine does.
 func (p *stamper) session(id string, now time.Time, n *counts) *session {
-	s := p.sessions[id]
-	if s == nil {
-		if len(p.sessions) >= p.cfg.MaxSessions {
+	s, ok := p.sessions.Get(id)
+	if !ok {
+		if p.sessions.Full() {
 			p.evict()
 			n.evicted++
 		}
 		s = &session{id: strings.Clone(id)}
 		s.cur = turnmodel.NewCursor(s.id)
-		s.lruElem = p.lru.PushBack(s)
-		p.sessions[s.id] = s
-	} else {
-		if now.Sub(s.lastArrival) >= p.cfg.DanglingTimeout {
-			p.closeTurn(s)
-		}
-		p.lru.MoveToBack(s.lruElem)
+		p.sessions.Add(s.id, s)
+	} else if now.Sub(s.lastArrival) >= p.cfg.DanglingTimeout {
+		p.closeTurn(s)
 	}
 	s.lastArrival = now
 	return s
 }
 
 func (p *stamper) evict() {
-	el := p.lru.Front()
-	if el == nil {
+	id, s, ok := p.sessions.Oldest()
+	if !ok {
 		return
 	}
-	s := el.Value.(*session)
 	p.closeTurn(s)
-	p.lru.Remove(el)
-	delete(p.sessions, s.id)
+	p.sessions.Remove(id)
 }
 
 // closeTurn closes the session's own open turn from outside (timeout,
@@ -271,7 +262,7 @@ func (p *stamper) followTurn(s *session, typ string, pl turnmodel.Place) {
 		return
 	}
 	for p.open.Len() >= p.cfg.MaxOpenTurns {
-		p.closeTurn(p.open.Front().Value.(*session))
+		p.closeTurn(p.open.Front().Value)
 	}
 	s.openElem, s.openTurn = p.open.PushBack(s), pl.Turn
 }

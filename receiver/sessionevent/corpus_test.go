@@ -84,7 +84,7 @@ func reference(t *testing.T, cf corpusFile, session string) plog.Logs {
 		rows = append(rows, row)
 	}
 	ld := plog.NewLogs()
-	lrs := logrecord.NewResourceLogs(ld, session, nil)
+	lrs := logrecord.NewResourceLogs(ld, "github.com/dshtrace/dshtrace/receiver/sessionevent", session, nil)
 	tr := logrecord.NewTracker(0)
 	for _, row := range rows {
 		tr.Append(lrs, session, row, dec.Format(), time.Time{})

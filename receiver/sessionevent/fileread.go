@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 	"github.com/dshtrace/dshtrace/sessionlog"
 	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
@@ -147,7 +148,7 @@ func (b *fileBatch) records(session string) plog.LogRecordSlice {
 	}
 	lrs, ok := b.lrs[session]
 	if !ok {
-		lrs = logrecord.NewResourceLogs(b.ld, session, nil)
+		lrs = logrecord.NewResourceLogs(b.ld, metadata.ScopeName, session, nil)
 		b.lrs[session] = lrs
 	}
 	b.last, b.lastLRS, b.hasLast = session, lrs, true

@@ -28,8 +28,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/turnrender"
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 )
 
 func readRepoTestdata(t *testing.T, rel string) []byte {
@@ -109,7 +109,7 @@ func TestHTTPRecordContract(t *testing.T) {
 		assert.Equal(t, rows[i], r.lr.Body().Str(), "row %d", i)
 		// Resource: exactly session.id, from the path.
 		assert.Equal(t, map[string]any{"session.id": "path-id"}, r.res.Resource().Attributes().AsRaw())
-		assert.Equal(t, logrecord.ScopeName, r.res.ScopeLogs().At(0).Scope().Name())
+		assert.Equal(t, metadata.ScopeName, r.res.ScopeLogs().At(0).Scope().Name())
 		sid, _ := r.lr.Attributes().Get("session.id")
 		assert.Equal(t, "path-id", sid.Str())
 		assert.NotZero(t, r.lr.ObservedTimestamp())

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -126,7 +127,7 @@ func (h *httpSource) buildSession(d *delivery, s *parsedSession, st *sessionStat
 	hasLRS := false
 	appendRow := func(row *sessionlog.Row) {
 		if !hasLRS {
-			lrs, hasLRS = logrecord.NewResourceLogs(d.ld, s.id, nil), true
+			lrs, hasLRS = logrecord.NewResourceLogs(d.ld, metadata.ScopeName, s.id, nil), true
 		}
 		h.tracker.Append(lrs, s.id, row, f, now)
 		d.accepted++

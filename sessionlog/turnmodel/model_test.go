@@ -66,7 +66,7 @@ func TestPlacesAreSpans(t *testing.T) {
 			}
 			eng.Flush(turnengine.CauseEndOfInput, now)
 			emitted := map[span]string{}
-			td := turnrender.Traces(eng.Drain())
+			td := turnrender.Traces("github.com/dshtrace/dshtrace/connector/turnstate", eng.Drain())
 			for _, rs := range td.ResourceSpans().All() {
 				for _, ss := range rs.ScopeSpans().All() {
 					for _, s := range ss.Spans().All() {

@@ -27,7 +27,7 @@ func Receiver(t testing.TB, path, fallback string, observed time.Time) (plog.Log
 	for _, r := range testlog.Rows(t, path, fallback) {
 		lrs, ok := bySession[r.Session]
 		if !ok {
-			lrs = logrecord.NewResourceLogs(ld, r.Session, nil)
+			lrs = logrecord.NewResourceLogs(ld, "github.com/dshtrace/dshtrace/receiver/sessionevent", r.Session, nil)
 			bySession[r.Session] = lrs
 		}
 		tr.Append(lrs, r.Session, r.Row, r.Format, observed)
