@@ -107,19 +107,9 @@ func (s *session) agent() string {
 func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 	restoring := s.restored && ev.Seq <= s.restoredTo
 	if !restoring {
-		e.stats.Events++
-		e.obs.Event(ev.Type, now)
-	}
-	if !s.gappy {
-		// A gappy feed (dsh's v0 OTLP export) has neither dense seqs nor
-		// surface keys: there is nothing to validate it against.
-		for _, v := range s.validator.Event(ev, s.format) {
-			if restoring {
-				continue
-			}
-			e.stats.Violations++
-			e.obs.Violation(v.Code, now)
-		}
+		e.count(s, ev, now)
+	} else if !s.gappy {
+		s.validator.Event(ev, s.format) // its state follows; its findings were counted before
 	}
 	if ev.Type == "turn/start" {
 		s.lastTurnStart = ev.Seq
@@ -132,11 +122,35 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		// Inherited from the parent session, whose spans these are (docs/format.md §11.5).
 		return
 	}
+	s.build(ev, pl, now, restoring)
 	if s.deriver != nil {
 		// Folded after the event's own handling, so an attempt's input is
 		// the history before its step's first model event.
-		defer s.deriver.Event(ev, s.format)
+		s.deriver.Event(ev, s.format)
 	}
+}
+
+// count counts an event applied for the first time, and the invariant
+// violations the session's validator finds in it.
+func (e *Engine) count(s *session, ev *sessionlog.Event, now time.Time) {
+	e.stats.Events++
+	e.obs.Event(ev.Type, now)
+	if s.gappy {
+		// A gappy feed (dsh's v0 OTLP export) has neither dense seqs nor
+		// surface keys: there is nothing to validate it against.
+		return
+	}
+	for _, v := range s.validator.Event(ev, s.format) {
+		e.stats.Violations++
+		e.obs.Violation(v.Code, now)
+	}
+}
+
+// build applies an event the turn model placed (pl) to the session's open
+// turn: a stray event is counted, a boundary opens or closes a turn or
+// step, the rest fill in the model calls, tool calls and span events.
+func (s *session) build(ev *sessionlog.Event, pl turnmodel.Place, now time.Time, restoring bool) {
+	e := s.e
 	if !s.applied {
 		s.applied, s.firstSeq = true, ev.Seq
 	}
@@ -162,9 +176,29 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		return
 	}
 	switch ev.Type {
+	case "turn/start", "turn/end", "step/start", "step/end":
+		s.boundary(ot, ev, now, restoring)
+	case "request/header", "request/context":
+		s.requestIdentity(ev)
+	case "assistant/chunk", "assistant/attempt", "assistant/message":
+		if st := ot.step; st != nil {
+			s.modelEvent(st, ev, pl)
+		}
+	case "tool/call", "tool/result":
+		s.toolEvent(ot, ev, pl)
+	case "tool/ptc-dispatch-start", "tool/code-dispatch-start", "tool/ptc-dispatch", "tool/code-dispatch":
+		s.dispatchEvent(ot, ev)
+	default:
+		ot.spanEvent(ev, pl)
+	}
+}
+
+// boundary opens or closes the session's turn or its step.
+func (s *session) boundary(ot *openTurn, ev *sessionlog.Event, now time.Time, restoring bool) {
+	switch ev.Type {
 	case "turn/start":
 		if ot != nil {
-			e.stats.Dangling[CauseSuperseded]++
+			s.e.stats.Dangling[CauseSuperseded]++
 			s.closeTurn(sessionlog.Reason{Kind: "dangling"}, CauseSuperseded, ot.lastTime, -1, now)
 			s.rememberDangling(ot.t, now)
 		}
@@ -184,55 +218,66 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 			ot.closeStep(ev.Time, false)
 			s.finishStep(restoring, now)
 		}
-	case "request/header", "request/context":
-		if ev.Provider != "" {
-			s.provider = s.e.name(ev.Provider)
-		}
-		if ev.Model != "" {
-			s.model = s.e.name(ev.Model)
-		}
+	}
+}
+
+// requestIdentity keeps the provider and model a request names: the
+// identity of attempts without a message of their own.
+func (s *session) requestIdentity(ev *sessionlog.Event) {
+	if ev.Provider != "" {
+		s.provider = s.e.name(ev.Provider)
+	}
+	if ev.Model != "" {
+		s.model = s.e.name(ev.Model)
+	}
+}
+
+// modelEvent fills in the model attempt an assistant event belongs to.
+func (s *session) modelEvent(st *Step, ev *sessionlog.Event, pl turnmodel.Place) {
+	switch ev.Type {
 	case "assistant/chunk":
-		if st := ot.step; st != nil {
-			s.chunk(s.attemptAt(st, ev, pl), ev)
-		}
+		s.chunk(s.attemptAt(st, ev, pl), ev)
 	case "assistant/attempt":
-		if st := ot.step; st != nil {
-			a := s.attemptAt(st, ev, pl)
-			s.fromStream(a, ev.Stream)
-			a.EndTime = ev.Time
-			a.closed = true
-		}
+		a := s.attemptAt(st, ev, pl)
+		s.fromStream(a, ev.Stream)
+		a.EndTime = ev.Time
+		a.closed = true
 	case "assistant/message":
-		if st := ot.step; st != nil {
-			s.message(st, s.attemptAt(st, ev, pl), pl.NewAttempt, ev)
-		}
-	case "llm/retry-started":
-		ot.retryStart, ot.hasRetryStart = ev.Time, true
-		ot.addEvent(ev, "dsh.llm.retry_started", Attr{"dsh.retry", ev.Retry})
-	case "llm/retry":
-		attrs := []Attr{{"dsh.retry", ev.Retry}}
-		if ev.Failure != nil {
-			attrs = append(attrs, Attr{"error.type", ev.Failure.Code})
-		}
-		ot.addEvent(ev, "dsh.llm.retry", attrs...)
-	case "tool/call":
-		if st := ot.step; st != nil {
-			tc := &ToolCall{CallID: strings.Clone(ev.CallID), Name: e.name(ev.ToolName), StartTime: ev.Time, StartSeq: ev.Seq,
-				LoggedStartTime: ev.Time, Outcome: "unknown"}
-			if e.cfg.CaptureContent {
-				tc.Arguments = strings.Clone(truncateArguments(ev.Arguments, e.cfg.MaxContentBytes))
-			}
-			st.Tools = append(st.Tools, tc)
-			ot.callsBySeq[ev.Seq] = tc
-		}
-	case "tool/result":
-		if ev.Surface.Kind == sessionlog.SurfaceReplace {
-			ot.addEvent(ev, "dsh.tool.result_rewritten", Attr{"gen_ai.tool.call.id", ev.CallID})
-			return
-		}
-		if st := ot.step; st != nil {
-			s.toolResult(st, ev, pl)
-		}
+		s.message(st, s.attemptAt(st, ev, pl), pl.NewAttempt, ev)
+	}
+}
+
+// toolEvent opens a tool call at its tool/call and closes it at its
+// tool/result; a result rewritten in place is a span event of the turn.
+func (s *session) toolEvent(ot *openTurn, ev *sessionlog.Event, pl turnmodel.Place) {
+	e := s.e
+	if ev.Type == "tool/result" && ev.Surface.Kind == sessionlog.SurfaceReplace {
+		ot.addEvent(ev, "dsh.tool.result_rewritten", Attr{"gen_ai.tool.call.id", ev.CallID})
+		return
+	}
+	st := ot.step
+	if st == nil {
+		return
+	}
+	if ev.Type == "tool/result" {
+		s.toolResult(st, ev, pl)
+		return
+	}
+	tc := &ToolCall{CallID: strings.Clone(ev.CallID), Name: e.name(ev.ToolName), StartTime: ev.Time, StartSeq: ev.Seq,
+		LoggedStartTime: ev.Time, Outcome: "unknown"}
+	if e.cfg.CaptureContent {
+		tc.Arguments = strings.Clone(truncateArguments(ev.Arguments, e.cfg.MaxContentBytes))
+	}
+	st.Tools = append(st.Tools, tc)
+	ot.callsBySeq[ev.Seq] = tc
+}
+
+// dispatchEvent opens a nested dispatch under its tool call at its start,
+// and closes it when it settles. One whose call or start is unknown is an
+// orphan.
+func (s *session) dispatchEvent(ot *openTurn, ev *sessionlog.Event) {
+	e := s.e
+	switch ev.Type {
 	case "tool/ptc-dispatch-start", "tool/code-dispatch-start":
 		parent := ot.findCall(ev.CallID)
 		if parent == nil {
@@ -243,7 +288,7 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 			StartTime: ev.Time, StartSeq: ev.Seq, LoggedStartTime: ev.Time, Outcome: "unknown"}
 		parent.SubCalls = append(parent.SubCalls, sub)
 		ot.subs[sub.SubCallID] = sub
-	case "tool/ptc-dispatch", "tool/code-dispatch":
+	default:
 		sub := ot.subs[ev.SubCallID]
 		if sub == nil {
 			e.stats.Orphans++
@@ -252,6 +297,22 @@ func (e *Engine) apply(s *session, ev *sessionlog.Event, now time.Time) {
 		delete(ot.subs, ev.SubCallID)
 		sub.EndTime, sub.LoggedEndTime, sub.done = ev.Time, ev.Time, true
 		sub.Outcome, sub.ErrorCode = outcome(ev.IsError), e.name(ev.ErrorCode)
+	}
+}
+
+// spanEvent records the events that are span events of the turn, its step
+// or a tool call (docs/design.md §4.3); other types add nothing.
+func (ot *openTurn) spanEvent(ev *sessionlog.Event, pl turnmodel.Place) {
+	switch ev.Type {
+	case "llm/retry-started":
+		ot.retryStart, ot.hasRetryStart = ev.Time, true
+		ot.addEvent(ev, "dsh.llm.retry_started", Attr{"dsh.retry", ev.Retry})
+	case "llm/retry":
+		attrs := []Attr{{"dsh.retry", ev.Retry}}
+		if ev.Failure != nil {
+			attrs = append(attrs, Attr{"error.type", ev.Failure.Code})
+		}
+		ot.addEvent(ev, "dsh.llm.retry", attrs...)
 	case "user/message":
 		ot.addEvent(ev, "dsh.user.message", Attr{"dsh.message.source", ev.SourceKind})
 	case "approval/asked":

@@ -274,142 +274,195 @@ func (c *Cursor) advance(e *Event) Place {
 			p.Session = c.parent
 		}
 	}
-	turn := func() Place { p.Kind, p.Turn = KindTurn, c.turn; return p }
-	here := func() Place { // the open step, else the open turn, else nothing
-		switch {
-		case c.turn == 0:
-			return p
-		case c.stepOpen:
-			p.Kind, p.Turn, p.Step = KindStep, c.turn, c.step
-			return p
-		}
-		return turn()
-	}
-	stray := func() Place { p.Stray = c.stray(e); return p }
-	chat := func(i int, isNew bool) Place {
-		p.Kind, p.Turn, p.Step, p.Attempt, p.NewAttempt = KindChat, c.turn, c.step, i, isNew
-		return p
-	}
-	tool := func(callID, subCallID string, step int64) Place {
-		p.Kind, p.Turn, p.Step, p.CallID, p.SubCallID = KindTool, c.turn, step, callID, subCallID
-		return p
-	}
-
 	switch e.Type {
 	case "turn/start":
-		switch {
-		case e.HasTurn && e.Turn <= c.lastClosed:
-			p.Stray = Late
-			return p
-		case !e.HasTurn || e.Turn <= 0: // turns are numbered from 1
-			p.Stray = Orphan
-			return p
-		}
-		if c.turn != 0 {
-			p.Superseded = true
-			c.CloseTurn()
-		}
-		c.turn = e.Turn
-		return turn()
+		c.turnStart(e, &p)
 	case "turn/end":
-		if c.turn == 0 || !e.HasTurn || e.Turn != c.turn {
-			return stray()
+		c.turnEnd(e, &p)
+	case "step/start", "step/end":
+		c.stepBoundary(e, &p)
+	case "assistant/chunk", "assistant/attempt", "assistant/message":
+		c.modelEvent(e, &p)
+	case "tool/call":
+		c.toolCall(e, &p)
+	case "tool/result":
+		c.toolResult(e, &p)
+	case "tool/ptc-dispatch-start", "tool/code-dispatch-start", "tool/ptc-dispatch", "tool/code-dispatch":
+		c.dispatch(e, &p)
+	case "approval/asked":
+		if c.turn != 0 && c.stepOpen && e.CallID != "" && c.startedInStep(e.CallID) {
+			c.atTool(&p, e.CallID, "", c.step)
+		} else {
+			c.here(&p)
 		}
-		p = turn()
+	default:
+		c.here(&p)
+	}
+	return p
+}
+
+// here places p in the open step, else the open turn, else nowhere.
+func (c *Cursor) here(p *Place) {
+	switch {
+	case c.turn == 0:
+	case c.stepOpen:
+		p.Kind, p.Turn, p.Step = KindStep, c.turn, c.step
+	default:
+		p.Kind, p.Turn = KindTurn, c.turn
+	}
+}
+
+// atChat places p in the open step's model attempt i (from 0).
+func (c *Cursor) atChat(p *Place, i int, isNew bool) {
+	p.Kind, p.Turn, p.Step, p.Attempt, p.NewAttempt = KindChat, c.turn, c.step, i+1, isNew
+}
+
+// atTool places p on a tool call (a nested dispatch when subCallID is set).
+func (c *Cursor) atTool(p *Place, callID, subCallID string, step int64) {
+	p.Kind, p.Turn, p.Step, p.CallID, p.SubCallID = KindTool, c.turn, step, callID, subCallID
+}
+
+// turnStart opens the event's turn, closing one still open (superseded).
+// A turn/start of a turn already closed is late; one with no valid number
+// an orphan.
+func (c *Cursor) turnStart(e *Event, p *Place) {
+	switch {
+	case e.HasTurn && e.Turn <= c.lastClosed:
+		p.Stray = Late
+		return
+	case !e.HasTurn || e.Turn <= 0: // turns are numbered from 1
+		p.Stray = Orphan
+		return
+	}
+	if c.turn != 0 {
+		p.Superseded = true
 		c.CloseTurn()
-		return p
-	case "step/start":
+	}
+	c.turn = e.Turn
+	p.Kind, p.Turn = KindTurn, c.turn
+}
+
+// turnEnd closes the open turn when the event names it.
+func (c *Cursor) turnEnd(e *Event, p *Place) {
+	if c.turn == 0 || !e.HasTurn || e.Turn != c.turn {
+		p.Stray = c.stray(e)
+		return
+	}
+	p.Kind, p.Turn = KindTurn, c.turn
+	c.CloseTurn()
+}
+
+// stepBoundary opens (closing one still open: superseded) or closes a step
+// of the open turn.
+func (c *Cursor) stepBoundary(e *Event, p *Place) {
+	if e.Type == "step/start" {
 		if c.turn == 0 || e.Turn != c.turn {
-			return stray()
+			p.Stray = c.stray(e)
+			return
 		}
 		p.Superseded = c.stepOpen
 		c.openStep(e.Step)
 		p.Kind, p.Turn, p.Step = KindStep, c.turn, c.step
-		return p
-	case "step/end":
-		if !c.inStep(e) {
-			return stray()
-		}
-		p.Kind, p.Turn, p.Step = KindStep, c.turn, c.step
-		c.closeStep()
-		return p
+		return
+	}
+	if !c.inStep(e) {
+		p.Stray = c.stray(e)
+		return
+	}
+	p.Kind, p.Turn, p.Step = KindStep, c.turn, c.step
+	c.closeStep()
+}
+
+// modelEvent places an assistant event in its model attempt (docs/format.md
+// §13.2): a chunk in the attempt still streaming, an attempt record in a
+// new one, a message in the attempt it commits.
+func (c *Cursor) modelEvent(e *Event, p *Place) {
+	if !c.inStep(e) {
+		p.Stray = c.stray(e)
+		return
+	}
+	switch e.Type {
 	case "assistant/chunk":
-		if !c.inStep(e) {
-			return stray()
-		}
 		i, isNew := c.current(e.Seq)
 		a := &c.attempts[i]
 		a.last = e.Seq
 		if e.Finish {
 			a.closed = true
 		}
-		return chat(i+1, isNew)
+		c.atChat(p, i, isNew)
 	case "assistant/attempt":
-		if !c.inStep(e) {
-			return stray()
-		}
 		i := c.start(e.Seq)
 		c.attempts[i].closed = true
-		return chat(i+1, true)
-	case "assistant/message":
-		if !c.inStep(e) {
-			return stray()
-		}
+		c.atChat(p, i, true)
+	default: // assistant/message
 		i, isNew := c.committed(e)
 		c.attempts[i].committed, c.attempts[i].closed = true, true
-		return chat(i+1, isNew)
-	case "tool/call":
-		if !c.inStep(e) {
-			return stray()
-		}
-		c.calls.Add(e.CallID, e.ToolName, e.Seq, c.step)
+		c.atChat(p, i, isNew)
+	}
+}
+
+// toolCall starts a pending call in the open step.
+func (c *Cursor) toolCall(e *Event, p *Place) {
+	if !c.inStep(e) {
+		p.Stray = c.stray(e)
+		return
+	}
+	c.calls.Add(e.CallID, e.ToolName, e.Seq, c.step)
+	c.started = append(c.started, strings.Clone(e.CallID))
+	c.atTool(p, e.CallID, "", c.step)
+}
+
+// toolResult closes the pending call the pairing rules choose (Calls); a
+// result that rewrites history closes none.
+func (c *Cursor) toolResult(e *Event, p *Place) {
+	if e.Replace {
+		c.here(p) // rewrites history; closes no call
+		return
+	}
+	if !c.inStep(e) {
+		p.Stray = c.stray(e)
+		return
+	}
+	r := Result{CallID: e.CallID, ToolName: e.ToolName, Step: c.step, Seed: e.Seed}
+	if len(e.Sources) > 0 {
+		r.Cites, r.HasCites = e.Sources[0], true
+	}
+	call, ok := c.calls.Resolve(r)
+	if !ok {
+		// No started call: a call known only from its result (crash
+		// repair's TOOL_NOT_STARTED), or a result of no call.
 		c.started = append(c.started, strings.Clone(e.CallID))
-		return tool(e.CallID, "", c.step)
-	case "tool/result":
-		if e.Replace {
-			return here() // rewrites history; closes no call
-		}
-		if !c.inStep(e) {
-			return stray()
-		}
-		r := Result{CallID: e.CallID, ToolName: e.ToolName, Step: c.step, Seed: e.Seed}
-		if len(e.Sources) > 0 {
-			r.Cites, r.HasCites = e.Sources[0], true
-		}
-		call, ok := c.calls.Resolve(r)
-		if !ok {
-			// No started call: a call known only from its result (crash
-			// repair's TOOL_NOT_STARTED), or a result of no call.
-			c.started = append(c.started, strings.Clone(e.CallID))
-			return tool(e.CallID, "", c.step)
-		}
-		p.Paired, p.CallSeq = true, call.Seq
-		return tool(call.ID, "", c.step)
-	case "tool/ptc-dispatch-start", "tool/code-dispatch-start":
+		c.atTool(p, e.CallID, "", c.step)
+		return
+	}
+	p.Paired, p.CallSeq = true, call.Seq
+	c.atTool(p, call.ID, "", c.step)
+}
+
+// dispatch places a nested dispatch under the call it runs in: its start
+// under a call started in the open step, its settle under its start's
+// call. Either without what it hangs on is an orphan.
+func (c *Cursor) dispatch(e *Event, p *Place) {
+	if e.Type == "tool/ptc-dispatch-start" || e.Type == "tool/code-dispatch-start" {
 		if c.turn == 0 || !c.stepOpen || !c.startedInStep(e.CallID) {
 			p.Stray = Orphan
-			return p
+			return
 		}
 		if c.subs == nil {
 			c.subs = map[string]subCall{}
 		}
 		c.subs[strings.Clone(e.SubCallID)] = subCall{step: c.step, callID: strings.Clone(e.CallID)}
 		c.started = append(c.started, strings.Clone(e.SubCallID))
-		return tool(e.CallID, e.SubCallID, c.step)
-	case "tool/ptc-dispatch", "tool/code-dispatch":
-		sub, ok := c.subs[e.SubCallID]
-		if c.turn == 0 || !ok {
-			p.Stray = Orphan
-			return p
-		}
-		delete(c.subs, e.SubCallID)
-		return tool(sub.callID, e.SubCallID, sub.step)
-	case "approval/asked":
-		if c.turn != 0 && c.stepOpen && e.CallID != "" && c.startedInStep(e.CallID) {
-			return tool(e.CallID, "", c.step)
-		}
+		c.atTool(p, e.CallID, e.SubCallID, c.step)
+		return
 	}
-	return here()
+	sub, ok := c.subs[e.SubCallID]
+	if c.turn == 0 || !ok {
+		p.Stray = Orphan
+		return
+	}
+	delete(c.subs, e.SubCallID)
+	c.atTool(p, sub.callID, e.SubCallID, sub.step)
 }
 
 // current is the index of the step's attempt still streaming, starting a
