@@ -427,63 +427,16 @@ func (m *Metrics) AppendTo(sm pmetric.ScopeMetrics, now time.Time, openTurns int
 		if len(pts) == 0 {
 			continue
 		}
-		keys := make([]string, 0, len(pts))
-		for k := range pts {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
 		mt := sm.Metrics().AppendEmpty()
 		mt.SetName(d.name)
 		mt.SetDescription(d.desc)
 		mt.SetUnit(d.unit)
+		points := sortedPoints(pts)
 		switch d.kind {
-		case kindCounter:
-			sum := mt.SetEmptySum()
-			sum.SetIsMonotonic(true)
-			sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-			for _, k := range keys {
-				p := pts[k]
-				dp := sum.DataPoints().AppendEmpty()
-				putKVs(dp.Attributes(), p.attrs)
-				dp.SetStartTimestamp(pcommon.NewTimestampFromTime(p.start))
-				dp.SetTimestamp(ts)
-				dp.SetIntValue(p.value)
-			}
-		case kindDoubleCounter:
-			sum := mt.SetEmptySum()
-			sum.SetIsMonotonic(true)
-			sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-			for _, k := range keys {
-				p := pts[k]
-				dp := sum.DataPoints().AppendEmpty()
-				putKVs(dp.Attributes(), p.attrs)
-				dp.SetStartTimestamp(pcommon.NewTimestampFromTime(p.start))
-				dp.SetTimestamp(ts)
-				dp.SetDoubleValue(p.fvalue)
-			}
+		case kindCounter, kindDoubleCounter:
+			appendSum(mt, d, points, ts)
 		case kindHistogram:
-			h := mt.SetEmptyHistogram()
-			h.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-			for _, k := range keys {
-				p := pts[k]
-				dp := h.DataPoints().AppendEmpty()
-				putKVs(dp.Attributes(), p.attrs)
-				dp.SetStartTimestamp(pcommon.NewTimestampFromTime(p.start))
-				dp.SetTimestamp(ts)
-				dp.ExplicitBounds().FromRaw(d.bounds)
-				dp.BucketCounts().FromRaw(p.counts)
-				dp.SetCount(p.count)
-				dp.SetSum(p.sum)
-				dp.SetMin(p.min)
-				dp.SetMax(p.max)
-				for _, ex := range p.exemplars {
-					e := dp.Exemplars().AppendEmpty()
-					e.SetTraceID(ex.traceID)
-					e.SetSpanID(ex.spanID)
-					e.SetTimestamp(pcommon.Timestamp(ex.at))
-					e.SetDoubleValue(ex.value)
-				}
-			}
+			appendHistogram(mt, d, points, ts)
 		}
 	}
 	g := sm.Metrics().AppendEmpty()
@@ -493,6 +446,65 @@ func (m *Metrics) AppendTo(sm pmetric.ScopeMetrics, now time.Time, openTurns int
 	dp := g.SetEmptyGauge().DataPoints().AppendEmpty()
 	dp.SetTimestamp(ts)
 	dp.SetIntValue(int64(openTurns))
+}
+
+// sortedPoints are a metric's points in the order of their attribute keys,
+// so every flush writes them in the same order.
+func sortedPoints(pts map[string]*point) []*point {
+	keys := make([]string, 0, len(pts))
+	for k := range pts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]*point, len(keys))
+	for i, k := range keys {
+		out[i] = pts[k]
+	}
+	return out
+}
+
+// appendSum writes a cumulative, monotonic counter (integer or double).
+func appendSum(mt pmetric.Metric, d metricDef, points []*point, ts pcommon.Timestamp) {
+	sum := mt.SetEmptySum()
+	sum.SetIsMonotonic(true)
+	sum.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	for _, p := range points {
+		dp := sum.DataPoints().AppendEmpty()
+		putKVs(dp.Attributes(), p.attrs)
+		dp.SetStartTimestamp(pcommon.NewTimestampFromTime(p.start))
+		dp.SetTimestamp(ts)
+		if d.kind == kindDoubleCounter {
+			dp.SetDoubleValue(p.fvalue)
+		} else {
+			dp.SetIntValue(p.value)
+		}
+	}
+}
+
+// appendHistogram writes a cumulative histogram with each point's latest
+// exemplars.
+func appendHistogram(mt pmetric.Metric, d metricDef, points []*point, ts pcommon.Timestamp) {
+	h := mt.SetEmptyHistogram()
+	h.SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	for _, p := range points {
+		dp := h.DataPoints().AppendEmpty()
+		putKVs(dp.Attributes(), p.attrs)
+		dp.SetStartTimestamp(pcommon.NewTimestampFromTime(p.start))
+		dp.SetTimestamp(ts)
+		dp.ExplicitBounds().FromRaw(d.bounds)
+		dp.BucketCounts().FromRaw(p.counts)
+		dp.SetCount(p.count)
+		dp.SetSum(p.sum)
+		dp.SetMin(p.min)
+		dp.SetMax(p.max)
+		for _, ex := range p.exemplars {
+			e := dp.Exemplars().AppendEmpty()
+			e.SetTraceID(ex.traceID)
+			e.SetSpanID(ex.spanID)
+			e.SetTimestamp(pcommon.Timestamp(ex.at))
+			e.SetDoubleValue(ex.value)
+		}
+	}
 }
 
 func putKVs(m pcommon.Map, a attrSet) {

@@ -100,6 +100,27 @@ func appendTurn(spans ptrace.SpanSlice, t *turnengine.Turn) {
 	a.PutStr("session.id", t.SessionID)
 	a.PutInt("dsh.turn", t.Number)
 	reason := reasonKind(t)
+	putTurnEnd(a, t, reason)
+	a.PutInt("dsh.turn.steps", int64(t.NumSteps()))
+	putTurnUsage(a, t)
+	a.PutInt("dsh.event.seq", t.StartSeq)
+	if t.Clamped {
+		a.PutBool("dsh.time.clamped", true)
+	}
+	setTurnStatus(sp, t, reason)
+	if t.Number > 1 {
+		l := sp.Links().AppendEmpty()
+		l.SetTraceID(TraceID(t.SessionID, t.Number-1))
+		l.SetSpanID(TurnSpanID(t.SessionID, t.Number-1))
+		l.Attributes().PutStr("dsh.link", "previous_turn")
+	}
+	appendEvents(sp, t.Events, "")
+	appendSteps(spans, t, trace, root)
+}
+
+// putTurnEnd puts why the turn ended: its end reason, an abort's cause
+// and hook reason, a failure's code, a dangling turn's cause.
+func putTurnEnd(a pcommon.Map, t *turnengine.Turn, reason string) {
 	a.PutStr("dsh.turn.end_reason", reason)
 	if t.Reason.Cause != "" {
 		a.PutStr("dsh.turn.abort_cause", t.Reason.Cause)
@@ -113,12 +134,11 @@ func appendTurn(spans ptrace.SpanSlice, t *turnengine.Turn) {
 	if t.DanglingCause != "" {
 		a.PutStr("dsh.dangling.cause", t.DanglingCause)
 	}
-	a.PutInt("dsh.turn.steps", int64(t.NumSteps()))
-	putTurnUsage(a, t)
-	a.PutInt("dsh.event.seq", t.StartSeq)
-	if t.Clamped {
-		a.PutBool("dsh.time.clamped", true)
-	}
+}
+
+// setTurnStatus marks a turn that failed, was interrupted or never ended
+// (docs/design.md §4.3).
+func setTurnStatus(sp ptrace.Span, t *turnengine.Turn, reason string) {
 	switch reason {
 	case "error":
 		msg := "turn failed"
@@ -134,14 +154,6 @@ func appendTurn(spans ptrace.SpanSlice, t *turnengine.Turn) {
 		sp.Status().SetCode(ptrace.StatusCodeError)
 		sp.Status().SetMessage("turn never ended: closed as dangling (" + t.DanglingCause + ")")
 	}
-	if t.Number > 1 {
-		l := sp.Links().AppendEmpty()
-		l.SetTraceID(TraceID(t.SessionID, t.Number-1))
-		l.SetSpanID(TurnSpanID(t.SessionID, t.Number-1))
-		l.Attributes().PutStr("dsh.link", "previous_turn")
-	}
-	appendEvents(sp, t.Events, "")
-	appendSteps(spans, t, trace, root)
 }
 
 // appendSteps renders a turn's steps, each with its model and tool calls,
@@ -235,6 +247,17 @@ func appendChat(spans ptrace.SpanSlice, t *turnengine.Turn, st *turnengine.Step,
 	sp.SetEndTimestamp(ts(at.EndTime))
 	a := sp.Attributes()
 	a.EnsureCapacity(22) // the attributes below, allocated once
+	putChatIdentity(a, t, st, at)
+	putChatResponse(a, at)
+	putChatContent(a, st, at)
+	if at.Failed() {
+		setChatFailed(sp, a, at)
+	}
+}
+
+// putChatIdentity puts what the model call is: the operation, the
+// conversation, the provider and model, and where it stands in the turn.
+func putChatIdentity(a pcommon.Map, t *turnengine.Turn, st *turnengine.Step, at *turnengine.Attempt) {
 	a.PutStr("gen_ai.operation.name", "chat")
 	a.PutStr("gen_ai.conversation.id", t.SessionID)
 	if at.Provider != "" {
@@ -251,6 +274,11 @@ func appendChat(spans ptrace.SpanSlice, t *turnengine.Turn, st *turnengine.Step,
 	a.PutInt("dsh.turn", t.Number)
 	a.PutInt("dsh.step", st.Number)
 	a.PutInt("dsh.attempt", int64(at.Index))
+}
+
+// putChatResponse puts what the model call answered and cost: usage,
+// cost, finish reason, the committing message and its sources, timing.
+func putChatResponse(a pcommon.Map, at *turnengine.Attempt) {
 	if at.Usage != nil {
 		putCallUsage(a, at.Usage)
 	}
@@ -282,6 +310,11 @@ func appendChat(spans ptrace.SpanSlice, t *turnengine.Turn, st *turnengine.Step,
 	if at.Clamped {
 		a.PutBool("dsh.time.clamped", true)
 	}
+}
+
+// putChatContent puts the captured content (docs/design.md §4.4): the
+// system instructions and messages the model saw, and its answer.
+func putChatContent(a pcommon.Map, st *turnengine.Step, at *turnengine.Attempt) {
 	sys := at.SystemInstructions
 	if first := st.Attempts[0]; sys == "" && first != at && first.InputMessages == at.InputMessages {
 		sys = first.SystemInstructions // a retry saw what the step's first attempt saw
@@ -295,20 +328,23 @@ func appendChat(spans ptrace.SpanSlice, t *turnengine.Turn, st *turnengine.Step,
 	if at.OutputMessages != "" {
 		a.PutStr("gen_ai.output.messages", at.OutputMessages)
 	}
-	if at.Failed() {
-		code, msg := "_OTHER", "model call failed ("+at.FinishKind+")"
-		if at.Failure != nil {
-			if at.Failure.Code != "" {
-				code = at.Failure.Code
-			}
-			if at.Failure.Message != "" {
-				msg = at.Failure.Message
-			}
+}
+
+// setChatFailed marks a failed model call: error.type is its failure
+// code (else _OTHER), the status message its failure's.
+func setChatFailed(sp ptrace.Span, a pcommon.Map, at *turnengine.Attempt) {
+	code, msg := "_OTHER", "model call failed ("+at.FinishKind+")"
+	if at.Failure != nil {
+		if at.Failure.Code != "" {
+			code = at.Failure.Code
 		}
-		a.PutStr("error.type", code)
-		sp.Status().SetCode(ptrace.StatusCodeError)
-		sp.Status().SetMessage(msg)
+		if at.Failure.Message != "" {
+			msg = at.Failure.Message
+		}
 	}
+	a.PutStr("error.type", code)
+	sp.Status().SetCode(ptrace.StatusCodeError)
+	sp.Status().SetMessage(msg)
 }
 
 func appendTool(spans ptrace.SpanSlice, t *turnengine.Turn, st *turnengine.Step, tc *turnengine.ToolCall, trace pcommon.TraceID, parent, chat pcommon.SpanID, parentCall string) {
@@ -327,6 +363,31 @@ func appendTool(spans ptrace.SpanSlice, t *turnengine.Turn, st *turnengine.Step,
 	sp.SetEndTimestamp(ts(tc.EndTime))
 	a := sp.Attributes()
 	a.EnsureCapacity(14) // the attributes below, allocated once
+	putToolAttrs(a, t, st, tc, parentCall)
+	if tc.Outcome == "error" {
+		code := toolErrorType(tc)
+		a.PutStr("error.type", code)
+		sp.Status().SetCode(ptrace.StatusCodeError)
+		sp.Status().SetMessage(fmt.Sprintf("tool %s failed (%s)", name, code))
+	}
+	if !chat.IsEmpty() {
+		l := sp.Links().AppendEmpty()
+		l.SetTraceID(trace)
+		l.SetSpanID(chat)
+		l.Attributes().PutStr("dsh.link", "advertised_by")
+	}
+	if tc.SubCallID == "" {
+		appendEvents(sp, st.Events, tc.CallID)
+	}
+	for _, sub := range tc.SubCalls {
+		appendTool(spans, t, st, sub, trace, id, pcommon.SpanID{}, tc.CallID)
+	}
+}
+
+// putToolAttrs puts what the tool call is (its tool, its call id — a
+// nested dispatch's own and its parent call's —, where it stands in the
+// turn), its outcome and its captured content.
+func putToolAttrs(a pcommon.Map, t *turnengine.Turn, st *turnengine.Step, tc *turnengine.ToolCall, parentCall string) {
 	a.PutStr("gen_ai.operation.name", "execute_tool")
 	a.PutStr("gen_ai.conversation.id", t.SessionID)
 	if tc.Name != "" {
@@ -351,24 +412,6 @@ func appendTool(spans ptrace.SpanSlice, t *turnengine.Turn, st *turnengine.Step,
 	}
 	if tc.Result != "" {
 		a.PutStr("gen_ai.tool.call.result", tc.Result)
-	}
-	if tc.Outcome == "error" {
-		code := toolErrorType(tc)
-		a.PutStr("error.type", code)
-		sp.Status().SetCode(ptrace.StatusCodeError)
-		sp.Status().SetMessage(fmt.Sprintf("tool %s failed (%s)", name, code))
-	}
-	if !chat.IsEmpty() {
-		l := sp.Links().AppendEmpty()
-		l.SetTraceID(trace)
-		l.SetSpanID(chat)
-		l.Attributes().PutStr("dsh.link", "advertised_by")
-	}
-	if tc.SubCallID == "" {
-		appendEvents(sp, st.Events, tc.CallID)
-	}
-	for _, sub := range tc.SubCalls {
-		appendTool(spans, t, st, sub, trace, id, pcommon.SpanID{}, tc.CallID)
 	}
 }
 
