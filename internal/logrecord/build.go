@@ -102,83 +102,99 @@ func NewResourceLogs(ld plog.Logs, scope, session string, static map[string]stri
 func (t *Tracker) Append(lrs plog.LogRecordSlice, session string, row *sessionlog.Row, f sessionlog.Format, observed time.Time) {
 	switch row.Kind {
 	case sessionlog.RowHeader:
-		lr := lrs.AppendEmpty()
-		lr.SetEventName(EventNameHeader)
-		lr.SetTimestamp(pcommon.Timestamp(row.Header.CreatedAt * int64(time.Millisecond)))
-		lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(observed))
-		lr.Body().SetStr(rowString(row))
+		t.appendHeader(lrs, session, row, f, observed)
+	case sessionlog.RowEvent, sessionlog.RowPacked:
+		if len(row.Events) > 0 {
+			t.appendEvent(lrs, session, row, f, observed)
+		}
+	}
+}
+
+// appendHeader adds a header row's record; a fork's header sets where the
+// session's own events begin.
+func (t *Tracker) appendHeader(lrs plog.LogRecordSlice, session string, row *sessionlog.Row, f sessionlog.Format, observed time.Time) {
+	lr := lrs.AppendEmpty()
+	lr.SetEventName(EventNameHeader)
+	lr.SetTimestamp(pcommon.Timestamp(row.Header.CreatedAt * int64(time.Millisecond)))
+	lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(observed))
+	lr.Body().SetStr(rowString(row))
+	lr.SetSeverityNumber(plog.SeverityNumberInfo)
+	lr.SetSeverityText("INFO")
+	a := lr.Attributes()
+	a.PutStr(AttrSessionID, session)
+	if row.Header.HasVersion || f.FromHeader {
+		a.PutInt(AttrFormatVersion, int64(row.Header.Version))
+	}
+	if row.Header.HasSeedLength {
+		t.position(session).cur.SetFork(row.Header.ParentSession, row.Header.SeedLength)
+	}
+}
+
+// appendEvent adds an event row's record (a packed row is one record
+// standing for its members), placed by the session's cursor.
+func (t *Tracker) appendEvent(lrs plog.LogRecordSlice, session string, row *sessionlog.Row, f sessionlog.Format, observed time.Time) {
+	p := t.position(session)
+	first := &row.Events[0]
+	lr := lrs.AppendEmpty()
+	lr.SetEventName(EventNameEvent)
+	lr.SetTimestamp(pcommon.Timestamp(first.Time * int64(time.Millisecond)))
+	lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(observed))
+	lr.Body().SetStr(rowString(row))
+	a := lr.Attributes()
+	a.EnsureCapacity(eventAttrCount(row, first, p, f)) // one allocation, no regrowth
+	a.PutStr(AttrSessionID, session)
+	a.PutStr(AttrEventType, first.Type)
+	a.PutInt(AttrEventSeq, first.Seq)
+	if row.Kind == sessionlog.RowPacked {
+		a.PutInt(AttrEventCount, int64(len(row.Events)))
+	}
+	if f.Known && !f.Seed {
+		a.PutInt(AttrFormatVersion, int64(f.Version))
+	}
+	// Every member moves the position; the record carries the ids of
+	// the last one's span (a packed row's members share theirs).
+	openTurn := p.cur.OpenTurn()
+	openStep, stepOpen := p.cur.OpenStep()
+	var pl turnmodel.Place
+	for i := range row.Events {
+		m := row.Events[i].TurnModel(f)
+		pl = p.cur.Advance(&m)
+	}
+	putPlace(a, row, first, pl, openTurn, openStep, stepOpen)
+	trace, span := p.ids(pl)
+	lr.SetTraceID(trace)
+	lr.SetSpanID(span)
+	if severe(first) {
+		lr.SetSeverityNumber(plog.SeverityNumberError)
+		lr.SetSeverityText("ERROR")
+	} else {
 		lr.SetSeverityNumber(plog.SeverityNumberInfo)
 		lr.SetSeverityText("INFO")
-		a := lr.Attributes()
-		a.PutStr(AttrSessionID, session)
-		if row.Header.HasVersion || f.FromHeader {
-			a.PutInt(AttrFormatVersion, int64(row.Header.Version))
-		}
-		if row.Header.HasSeedLength {
-			t.position(session).cur.SetFork(row.Header.ParentSession, row.Header.SeedLength)
-		}
-	case sessionlog.RowEvent, sessionlog.RowPacked:
-		if len(row.Events) == 0 {
-			return
-		}
-		p := t.position(session)
-		first := &row.Events[0]
-		lr := lrs.AppendEmpty()
-		lr.SetEventName(EventNameEvent)
-		lr.SetTimestamp(pcommon.Timestamp(first.Time * int64(time.Millisecond)))
-		lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(observed))
-		lr.Body().SetStr(rowString(row))
-		a := lr.Attributes()
-		a.EnsureCapacity(eventAttrCount(row, first, p, f)) // one allocation, no regrowth
-		a.PutStr(AttrSessionID, session)
-		a.PutStr(AttrEventType, first.Type)
-		a.PutInt(AttrEventSeq, first.Seq)
-		if row.Kind == sessionlog.RowPacked {
-			a.PutInt(AttrEventCount, int64(len(row.Events)))
-		}
-		if f.Known && !f.Seed {
-			a.PutInt(AttrFormatVersion, int64(f.Version))
-		}
-		// Every member moves the position; the record carries the ids of
-		// the last one's span (a packed row's members share theirs).
-		openTurn := p.cur.OpenTurn()
-		openStep, stepOpen := p.cur.OpenStep()
-		var pl turnmodel.Place
-		for i := range row.Events {
-			m := row.Events[i].TurnModel(f)
-			pl = p.cur.Advance(&m)
-		}
-		trace, span := p.ids(pl)
-		if first.HasTurn {
-			a.PutInt(AttrTurn, first.Turn)
-		} else if openTurn != 0 {
-			a.PutInt(AttrTurn, openTurn)
-		}
-		if first.HasStep {
-			a.PutInt(AttrStep, first.Step)
-		} else if stepOpen && !first.HasTurn {
-			a.PutInt(AttrStep, openStep)
-		}
-		if pl.Kind == turnmodel.KindTool && pl.Spanned() && row.Kind == sessionlog.RowEvent {
-			// The call id of the span: a dispatch's own sub-call id.
-			if id := pl.CallID; pl.SubCallID != "" {
-				a.PutStr(AttrToolCallID, pl.SubCallID)
-			} else if id != "" {
-				a.PutStr(AttrToolCallID, id)
-			}
-		} else if first.CallID != "" && (first.Type == "tool/call" || first.Type == "tool/result") {
-			a.PutStr(AttrToolCallID, first.CallID)
-		}
+	}
+}
 
-		lr.SetTraceID(trace)
-		lr.SetSpanID(span)
-		if severe(first) {
-			lr.SetSeverityNumber(plog.SeverityNumberError)
-			lr.SetSeverityText("ERROR")
-		} else {
-			lr.SetSeverityNumber(plog.SeverityNumberInfo)
-			lr.SetSeverityText("INFO")
+// putPlace puts the turn, step and tool call id of an event record: those
+// the event names, else the turn and step open before it (openTurn,
+// openStep); the call id of its tool span (a dispatch's own sub-call id).
+func putPlace(a pcommon.Map, row *sessionlog.Row, first *sessionlog.Event, pl turnmodel.Place, openTurn, openStep int64, stepOpen bool) {
+	if first.HasTurn {
+		a.PutInt(AttrTurn, first.Turn)
+	} else if openTurn != 0 {
+		a.PutInt(AttrTurn, openTurn)
+	}
+	if first.HasStep {
+		a.PutInt(AttrStep, first.Step)
+	} else if stepOpen && !first.HasTurn {
+		a.PutInt(AttrStep, openStep)
+	}
+	if pl.Kind == turnmodel.KindTool && pl.Spanned() && row.Kind == sessionlog.RowEvent {
+		if id := pl.CallID; pl.SubCallID != "" {
+			a.PutStr(AttrToolCallID, pl.SubCallID)
+		} else if id != "" {
+			a.PutStr(AttrToolCallID, id)
 		}
+	} else if first.CallID != "" && (first.Type == "tool/call" || first.Type == "tool/result") {
+		a.PutStr(AttrToolCallID, first.CallID)
 	}
 }
 
