@@ -267,102 +267,138 @@ func (j *journal) release(id string) {
 // the forgotten, returning the storage operations. batch holds the
 // records each session had in the batch.
 func (j *journal) update(e *turnengine.Engine, ids []string, batch map[string]*kept, forgotten []string) []*storage.Operation {
-	var ops []*storage.Operation
-	dirty := map[int]bool{}
+	u := &journalUpdate{j: j, dirty: map[int]bool{}}
 	// Sessions a failed write left behind are rewritten whole (their
 	// entry; the bucket lists are rewritten too), whether or not this pass
 	// touched them.
-	stale := j.behind
-	if len(stale) > 0 {
+	u.stale = j.behind
+	if len(u.stale) > 0 {
 		j.behind = map[string]struct{}{}
-		for id := range stale {
+		for id := range u.stale {
 			ids = append(ids, id)
-			dirty[bucketOf(id)] = true
+			u.dirty[bucketOf(id)] = true
 		}
 		slices.Sort(ids)
 		ids = slices.Compact(ids)
 	}
 	j.touched = append(append(j.touched[:0], ids...), forgotten...)
 	for _, id := range forgotten {
-		ent := j.sessions[id]
-		if ent == nil {
-			continue
-		}
-		ops = append(ops, storage.DeleteOperation(sessionKey(id)))
-		if ent.Header {
-			ops = append(ops, storage.DeleteOperation(headerKey(id)))
-		}
-		for _, c := range ent.Chunks {
-			ops = append(ops, storage.DeleteOperation(chunkKey(id, c.N)))
-		}
-		delete(j.sessions, id)
-		b := bucketOf(id)
-		delete(j.buckets[b], id)
-		dirty[b] = true
+		u.forget(id)
 	}
 	for _, id := range ids {
 		m, ok := e.Mark(id)
 		if !ok {
 			continue // forgotten in this very batch, and never journaled
 		}
-		ent := j.sessions[id]
-		if ent == nil {
-			ent = &journalEntry{}
-			j.sessions[id] = ent
-			b := bucketOf(id)
-			j.buckets[b][id] = struct{}{}
-			dirty[b] = true
-		}
-		_, wasBehind := stale[id]
-		changed := !ent.Mark.Equal(m) || wasBehind
-		ent.Mark = m
-		// Chunks wholly before Retain are no longer needed.
-		live := ent.Chunks[:0]
-		for _, c := range ent.Chunks {
-			if c.Max < m.Retain {
-				ops = append(ops, storage.DeleteOperation(chunkKey(id, c.N)))
-				changed = true
-				continue
-			}
-			live = append(live, c)
-		}
-		ent.Chunks = live
-		if k := batch[id]; k != nil {
-			if k.header.ResourceLogs().Len() > 0 {
-				if b, err := marshalLogs(k.header); err == nil {
-					ops = append(ops, storage.SetOperation(headerKey(id), b))
-					ent.Header, changed = true, true
-				}
-			}
-			ld, maxSeq := k.from(m.Retain)
-			if ld.LogRecordCount() > 0 {
-				if b, err := marshalLogs(ld); err == nil {
-					n := ent.NextChunk
-					ent.NextChunk++
-					ops = append(ops, storage.SetOperation(chunkKey(id, n), b))
-					ent.Chunks = append(ent.Chunks, chunkRef{N: n, Max: maxSeq})
-					changed = true
-				}
-			}
-		}
-		if changed {
-			b, _ := json.Marshal(ent)
-			ops = append(ops, storage.SetOperation(sessionKey(id), b))
-		}
+		u.session(id, m, batch[id])
 	}
-	for b := range journalBuckets {
-		if !dirty[b] || !j.indexed {
+	u.buckets()
+	return u.ops
+}
+
+// journalUpdate is one pass of update: the operations it writes and the
+// bucket lists it changes.
+type journalUpdate struct {
+	j     *journal
+	ops   []*storage.Operation
+	dirty map[int]bool
+	stale map[string]struct{}
+}
+
+// forget deletes a forgotten session's entry, header and chunks.
+func (u *journalUpdate) forget(id string) {
+	ent := u.j.sessions[id]
+	if ent == nil {
+		return
+	}
+	u.ops = append(u.ops, storage.DeleteOperation(sessionKey(id)))
+	if ent.Header {
+		u.ops = append(u.ops, storage.DeleteOperation(headerKey(id)))
+	}
+	for _, c := range ent.Chunks {
+		u.ops = append(u.ops, storage.DeleteOperation(chunkKey(id, c.N)))
+	}
+	delete(u.j.sessions, id)
+	b := bucketOf(id)
+	delete(u.j.buckets[b], id)
+	u.dirty[b] = true
+}
+
+// session brings one session's entry to its mark m: chunks wholly before
+// m.Retain go, the batch's header and records from m.Retain on (k) are
+// written, and the entry is rewritten when any of it changed.
+func (u *journalUpdate) session(id string, m turnengine.Mark, k *kept) {
+	ent := u.j.sessions[id]
+	if ent == nil {
+		ent = &journalEntry{}
+		u.j.sessions[id] = ent
+		b := bucketOf(id)
+		u.j.buckets[b][id] = struct{}{}
+		u.dirty[b] = true
+	}
+	_, wasBehind := u.stale[id]
+	changed := !ent.Mark.Equal(m) || wasBehind
+	ent.Mark = m
+	live := ent.Chunks[:0]
+	for _, c := range ent.Chunks {
+		if c.Max < m.Retain {
+			u.ops = append(u.ops, storage.DeleteOperation(chunkKey(id, c.N)))
+			changed = true
 			continue
 		}
-		ids := make([]string, 0, len(j.buckets[b]))
-		for id := range j.buckets[b] {
+		live = append(live, c)
+	}
+	ent.Chunks = live
+	if k != nil && u.keep(id, ent, m, k) {
+		changed = true
+	}
+	if changed {
+		b, _ := json.Marshal(ent)
+		u.ops = append(u.ops, storage.SetOperation(sessionKey(id), b))
+	}
+}
+
+// keep writes what the batch brought of a session that must be kept: its
+// header record, and its records from m.Retain on as a new chunk. It
+// reports whether it wrote anything.
+func (u *journalUpdate) keep(id string, ent *journalEntry, m turnengine.Mark, k *kept) bool {
+	wrote := false
+	if k.header.ResourceLogs().Len() > 0 {
+		if b, err := marshalLogs(k.header); err == nil {
+			u.ops = append(u.ops, storage.SetOperation(headerKey(id), b))
+			ent.Header, wrote = true, true
+		}
+	}
+	ld, maxSeq := k.from(m.Retain)
+	if ld.LogRecordCount() > 0 {
+		if b, err := marshalLogs(ld); err == nil {
+			n := ent.NextChunk
+			ent.NextChunk++
+			u.ops = append(u.ops, storage.SetOperation(chunkKey(id, n), b))
+			ent.Chunks = append(ent.Chunks, chunkRef{N: n, Max: maxSeq})
+			wrote = true
+		}
+	}
+	return wrote
+}
+
+// buckets rewrites the id lists of the buckets the pass changed.
+func (u *journalUpdate) buckets() {
+	if !u.j.indexed {
+		return
+	}
+	for b := range journalBuckets {
+		if !u.dirty[b] {
+			continue
+		}
+		ids := make([]string, 0, len(u.j.buckets[b]))
+		for id := range u.j.buckets[b] {
 			ids = append(ids, id)
 		}
 		slices.Sort(ids)
 		raw, _ := json.Marshal(ids)
-		ops = append(ops, storage.SetOperation(bucketKey(b), raw))
+		u.ops = append(u.ops, storage.SetOperation(bucketKey(b), raw))
 	}
-	return ops
 }
 
 // from copies the records whose events reach seq retain or later into a
