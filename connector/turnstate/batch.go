@@ -98,6 +98,12 @@ func (c *core) decode(ctx context.Context, ld plog.Logs, d *decoded, keep map[st
 		c.tel.AddDropped(ctx, metadata.ReasonNotSession, notSession)
 		c.tel.AddDropped(ctx, metadata.ReasonInvalid, invalid)
 	}
+	d.inputs = rb.inSeqOrder()
+}
+
+// inSeqOrder is the batch's inputs session by session, each session's in
+// seq order (valid until the buffer is read into again).
+func (rb *readBuf) inSeqOrder() []turnengine.Input {
 	bySeq := func(a, b turnengine.Input) int { return cmp.Compare(a.Event.Seq, b.Event.Seq) }
 	groups := rb.groups[:rb.n]
 	for _, g := range groups {
@@ -106,15 +112,14 @@ func (c *core) decode(ctx context.Context, ld plog.Logs, d *decoded, keep map[st
 		}
 	}
 	if len(groups) == 1 { // the common case: a batch of one session
-		d.inputs = groups[0].inputs
-		return
+		return groups[0].inputs
 	}
 	out := rb.out[:0]
 	for _, g := range groups {
 		out = append(out, g.inputs...)
 	}
 	rb.out = out
-	d.inputs = out
+	return out
 }
 
 // readBuf is a decoded's input buffers, reused from batch to batch like
