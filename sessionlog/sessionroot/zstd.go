@@ -36,23 +36,14 @@ var ErrNotFrame = errors.New("no zstd frame starts here")
 // whose readable size is size. complete is false when the frame runs past
 // size: it is still being written (or torn), not corrupt.
 func FrameSize(r io.ReaderAt, off, size int64) (n int64, complete bool, err error) {
-	var buf [18]byte
-	read := func(at int64, k int) ([]byte, bool, error) {
-		if at+int64(k) > size {
-			return nil, false, nil
-		}
-		if _, err := r.ReadAt(buf[:k], at); err != nil {
-			return nil, false, err
-		}
-		return buf[:k], true, nil
-	}
-	b, ok, err := read(off, 4)
+	fr := frameReader{r: r, size: size}
+	b, ok, err := fr.read(off, 4)
 	if err != nil || !ok {
 		return 0, false, err
 	}
 	magic := binary.LittleEndian.Uint32(b)
 	if magic&skippableMask == skippableMagic {
-		b, ok, err := read(off+4, 4)
+		b, ok, err := fr.read(off+4, 4)
 		if err != nil || !ok {
 			return 0, false, err
 		}
@@ -62,17 +53,51 @@ func FrameSize(r io.ReaderAt, off, size int64) (n int64, complete bool, err erro
 	if magic != zstdFrameMagic {
 		return 0, false, ErrNotFrame
 	}
-	b, ok, err = read(off+4, 1)
+	first, checksum, ok, err := fr.header(off)
 	if err != nil || !ok {
 		return 0, false, err
 	}
+	end, ok, err := fr.blocks(off, first)
+	if err != nil || !ok {
+		return 0, false, err
+	}
+	if checksum {
+		end += 4
+	}
+	return end - off, end <= size, nil
+}
+
+// frameReader reads the headers of one frame; ok is false where they run
+// past size (the frame is incomplete).
+type frameReader struct {
+	r    io.ReaderAt
+	size int64
+	buf  [4]byte
+}
+
+func (fr *frameReader) read(at int64, k int) ([]byte, bool, error) {
+	if at+int64(k) > fr.size {
+		return nil, false, nil
+	}
+	if _, err := fr.r.ReadAt(fr.buf[:k], at); err != nil {
+		return nil, false, err
+	}
+	return fr.buf[:k], true, nil
+}
+
+// header reads the frame header of the frame at off: where its first block
+// starts and whether a checksum follows its last.
+func (fr *frameReader) header(off int64) (firstBlock int64, checksum, ok bool, err error) {
+	b, ok, err := fr.read(off+4, 1)
+	if err != nil || !ok {
+		return 0, false, ok, err
+	}
 	fhd := b[0]
 	if fhd&0x08 != 0 {
-		return 0, false, fmt.Errorf("zstd frame header has its reserved bit set")
+		return 0, false, false, fmt.Errorf("zstd frame header has its reserved bit set")
 	}
 	fcsFlag := fhd >> 6
 	single := fhd&0x20 != 0
-	checksum := fhd&0x04 != 0
 	didSize := [4]int64{0, 1, 2, 4}[fhd&3]
 	fcsSize := [4]int64{0, 2, 4, 8}[fcsFlag]
 	if fcsFlag == 0 && single {
@@ -82,8 +107,14 @@ func FrameSize(r io.ReaderAt, off, size int64) (n int64, complete bool, err erro
 	if !single {
 		pos++ // window descriptor
 	}
+	return pos, fhd&0x04 != 0, true, nil
+}
+
+// blocks walks the block headers of the frame at off from pos, returning
+// the end of its last block.
+func (fr *frameReader) blocks(off, pos int64) (end int64, ok bool, err error) {
 	for {
-		b, ok, err := read(pos, 3)
+		b, ok, err := fr.read(pos, 3)
 		if err != nil || !ok {
 			return 0, false, err
 		}
@@ -101,17 +132,13 @@ func FrameSize(r io.ReaderAt, off, size int64) (n int64, complete bool, err erro
 		if pos-off > MaxFrameSize {
 			return 0, false, fmt.Errorf("zstd frame at offset %d exceeds %d bytes", off, MaxFrameSize)
 		}
-		if pos > size {
+		if pos > fr.size {
 			return 0, false, nil
 		}
 		if last {
-			break
+			return pos, true, nil
 		}
 	}
-	if checksum {
-		pos += 4
-	}
-	return pos - off, pos <= size, nil
 }
 
 // Frame is one complete frame of a zstd file: its offset and compressed
