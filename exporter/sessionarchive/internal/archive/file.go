@@ -41,29 +41,9 @@ func (a *Archive) load(id string) *session {
 		}
 		for _, e := range entries {
 			v, z, ok := sessionroot.ParseFileName(e.Name())
-			if !ok || z != zstd || !e.Type().IsRegular() {
-				continue
+			if ok && z == zstd && e.Type().IsRegular() {
+				a.loadFile(s, filepath.Join(dir, e.Name()), v)
 			}
-			path := filepath.Join(dir, e.Name())
-			info, err := scanFile(path)
-			if err != nil {
-				a.log.Warn("Could not read an archived session file; it is left alone", zap.String("file", path), zap.Error(err))
-				continue
-			}
-			if info.truncated > 0 {
-				a.log.Info("Cut a torn tail off an archived session file", zap.String("file", path),
-					zap.Int64("bytes", info.truncated))
-			}
-			key := v
-			if info.header {
-				key = info.version
-			}
-			if s.gens[key] != nil {
-				a.log.Warn("Two archived files hold one session generation; the first one is continued",
-					zap.String("session", id), zap.String("continued", s.gens[key].path), zap.String("ignored", path))
-				continue
-			}
-			s.gens[key] = &gen{s: s, version: key, path: path, header: info.header, size: info.size, next: info.next}
 		}
 	}
 	// A headerless file continues the session's stream (the highest, if
@@ -78,6 +58,30 @@ func (a *Archive) load(id string) *session {
 		s.stream.inferred = s.stream.version
 	}
 	return s
+}
+
+// loadFile takes an archived file of generation v into session s: where
+// it ends (a torn tail cut off), its header and last seq.
+func (a *Archive) loadFile(s *session, path string, v int) {
+	info, err := scanFile(path)
+	if err != nil {
+		a.log.Warn("Could not read an archived session file; it is left alone", zap.String("file", path), zap.Error(err))
+		return
+	}
+	if info.truncated > 0 {
+		a.log.Info("Cut a torn tail off an archived session file", zap.String("file", path),
+			zap.Int64("bytes", info.truncated))
+	}
+	key := v
+	if info.header {
+		key = info.version
+	}
+	if s.gens[key] != nil {
+		a.log.Warn("Two archived files hold one session generation; the first one is continued",
+			zap.String("session", s.id), zap.String("continued", s.gens[key].path), zap.String("ignored", path))
+		return
+	}
+	s.gens[key] = &gen{s: s, version: key, path: path, header: info.header, size: info.size, next: info.next}
 }
 
 // awaitingHeader: a file's generation whose header has not come yet.

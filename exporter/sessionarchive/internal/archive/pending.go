@@ -261,6 +261,13 @@ func (a *Archive) drain(g *gen, now time.Time) error {
 			return nil
 		}
 	}
+	return a.write(g, steps, now)
+}
+
+// write appends the planned steps' rows to the generation's file and
+// commits them: with fsync always each step durably before the next (a
+// failure commits the steps before it), else all in one write.
+func (a *Archive) write(g *gen, steps []planned, now time.Time) error {
 	if a.opts.Fsync == FsyncAlways {
 		for i, p := range steps {
 			if err := a.writeLines(g, p.it.lines); err != nil {
