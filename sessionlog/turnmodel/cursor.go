@@ -373,8 +373,8 @@ func (c *Cursor) stepBoundary(e *Event, p *Place) {
 	c.closeStep()
 }
 
-// modelEvent places an assistant event in its model attempt (docs/format.md
-// §13.2): a chunk in the attempt still streaming, an attempt record in a
+// modelEvent places an assistant event in its model attempt
+// (docs/format.md §13.2): a chunk in the attempt still streaming, an attempt record in a
 // new one, a message in the attempt it commits.
 func (c *Cursor) modelEvent(e *Event, p *Place) {
 	if !c.inStep(e) {
