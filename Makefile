@@ -12,7 +12,7 @@ build:
 	$(GO) build -o $(BIN)/dshtrace ./cmd/dshtrace
 
 # Build the collector distribution and run it on its built-in configuration.
-# It listens on three addresses, each moved by a variable (README, "Ports"):
+# It listens on three addresses, each moved by a variable (docs/operating.md, "Ports"):
 #   localhost:4320 HTTP ingest          OTELCOL_DSH_HTTP_ENDPOINT
 #   localhost:8889 turn metrics         OTELCOL_DSH_METRICS_ENDPOINT
 #   localhost:8888 the collector's own  OTELCOL_DSH_TELEMETRY_ENDPOINT

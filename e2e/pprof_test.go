@@ -14,7 +14,7 @@ import (
 )
 
 // TestPprofExtension: otelcol-dsh carries the pprof extension, for profiling
-// a running collector (README, "Profiling the collector"; bench/vsfilelog.sh
+// a running collector (docs/operating.md, "Profiling the collector"; bench/vsfilelog.sh
 // PROFILE=). With it configured, the collector serves net/http/pprof on its
 // endpoint while it runs, and writes the CPU profile of its whole run to
 // save_to_file when it stops.

@@ -301,7 +301,7 @@ var restoredLine = regexp.MustCompile(`Sessions restored from the journal`)
 //     dangling; the raw API (no deduplication by Jaeger) shows no span
 //     twice;
 //   - the log-row sink: every row arrived (lost 0); rows that arrived twice
-//     are counted and must stay within the bound the README states: rows in
+//     are counted and must stay within the bound docs/operating.md states: rows in
 //     flight at a kill, at most one delivery per source per kill.
 func TestRandomKill(t *testing.T) {
 	jaegerBin := lookPath(t, "JAEGER", toolsHint)
@@ -580,7 +580,7 @@ func TestRandomKill(t *testing.T) {
 		worstRuns = max(worstRuns, runsOf[s.id])
 	}
 	sink.mu.Unlock()
-	// The bound (README "Restarts and crashes"): at each stop, each source
+	// The bound (docs/operating.md, "Restarts and crashes"): at each stop, each source
 	// may deliver once more the one delivery it had in flight (a file's
 	// read batch, an HTTP request its client resends), and the sink's
 	// exporter may resend the one request it was sending: per stop, at
@@ -592,7 +592,7 @@ func TestRandomKill(t *testing.T) {
 	// after a stop that caught requests in flight, deletes them from
 	// storage and only then writes them back one by one, and a kill in
 	// between loses them — the next start logs "Failed retrieving item"
-	// for each (README "Restarts and crashes"). Such losses are counted
+	// for each (docs/operating.md, "Restarts and crashes"). Such losses are counted
 	// and reported, not taken for dshtrace's: rows lost only within what
 	// the sink's lost requests can hold (one source delivery each, at most
 	// 1000 rows), span problems only of spans absent, and only when the
@@ -711,7 +711,7 @@ func jaegerRawTrace(ctx context.Context, base string, id pcommon.TraceID) (ptrac
 }
 
 // TestAbsentOnly: what counts as spans absent, on the differences a run
-// reported (CI of 2026-12-01, seed 1796145576452711977) and on ones that
+// reported (seed 1796145576452711977) and on ones that
 // are not absences.
 func TestAbsentOnly(t *testing.T) {
 	for _, c := range []struct {

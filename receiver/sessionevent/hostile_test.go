@@ -179,7 +179,7 @@ func gzipped(t *testing.T, b []byte) []byte {
 	return buf.Bytes()
 }
 
-// TestHostileHTTP: the hostile requests of issue #8 that a client can make
+// TestHostileHTTP: the hostile requests that a client can make
 // with any HTTP library. Each is a clear 4xx — a JSON {"error":…} when the
 // receiver (or confighttp, through our error handler) answers, the
 // ServeMux's plain-text 404/405 for paths and methods that are not ours —
