@@ -101,7 +101,6 @@ func TestCrashMidStream(t *testing.T) {
 
 func crashRestart(t *testing.T, sig syscall.Signal) {
 	name := map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM"}[sig]
-	jaegerBin := lookPath(t, "JAEGER", toolsHint)
 	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	requireFree(t, "127.0.0.1:24317", "127.0.0.1:24318", "127.0.0.1:26685", "127.0.0.1:26686", "127.0.0.1:23133",
 		"127.0.0.1:14317", "127.0.0.1:14318", "127.0.0.1:14320", "127.0.0.1:13133", "127.0.0.1:18889", "127.0.0.1:17888")
@@ -129,8 +128,7 @@ func crashRestart(t *testing.T, sig syscall.Signal) {
 	}
 	total := nSessions * (1 + nTurns*rowsPerTurn)
 
-	jaeger := start(t, dir, "jaeger", jaegerBin, nil, "--config", "jaeger.yaml")
-	poll(t, "jaeger healthy", 30*time.Second, httpOK(jaegerHealth), jaeger)
+	startJaeger(t, dir, "jaeger", suiteJaeger)
 	run1 := start(t, dir, "otelcol-dsh-run1", otelcolBin, env, "--config=otelcol.yaml")
 	poll(t, "otelcol-dsh healthy", 30*time.Second, httpOK(collectorHC), run1)
 

@@ -51,7 +51,6 @@ const (
 const toolsHint = "run `make e2e` (it builds the tools with tools/build.sh and sets the variable)"
 
 func TestEndToEnd(t *testing.T) {
-	jaegerBin := lookPath(t, "JAEGER", toolsHint)
 	promBin := lookPath(t, "PROMETHEUS", toolsHint)
 	promtool := lookPath(t, "PROMTOOL", toolsHint)
 	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
@@ -81,8 +80,7 @@ func TestEndToEnd(t *testing.T) {
 	writeSession(t, dshRoot, live.id, firstHalf)
 	tailRows += rows(live.body[:cut])
 
-	jaeger := start(t, dir, "jaeger", jaegerBin, nil, "--config", "jaeger.yaml")
-	poll(t, "jaeger healthy", 30*time.Second, httpOK(jaegerHealth), jaeger)
+	jaeger := startJaeger(t, dir, "jaeger", suiteJaeger)
 	otelcol := start(t, dir, "otelcol-dsh", otelcolBin,
 		[]string{"E2E_DSH_ROOT=" + dshRoot, "E2E_STATE_DIR=" + filepath.Join(dir, "state")},
 		"--config=otelcol.yaml")

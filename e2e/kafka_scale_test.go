@@ -62,7 +62,6 @@ type scaleNode struct {
 // turn of every session must reach Jaeger as exactly one complete span tree,
 // equal to the turn engine's own: 0 missing, 0 split, 0 stored twice.
 func TestKafkaScaleOut(t *testing.T) {
-	jaegerBin := lookPath(t, "JAEGER", toolsHint)
 	kfakeBin := lookPath(t, "KFAKE", toolsHint)
 	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	seed := uint64(envInt(t, "DSH_SCALE_SEED", int(time.Now().UnixNano()%1000000)))
@@ -86,8 +85,7 @@ func TestKafkaScaleOut(t *testing.T) {
 
 	kfake := start(t, dir, "kfake", kfakeBin, nil, "-port="+scaleKafka[strings.LastIndexByte(scaleKafka, ':')+1:],
 		"-partitions="+strconv.Itoa(scalePartitions))
-	jaeger := start(t, dir, "jaeger", jaegerBin, nil, "--config", "jaeger.yaml")
-	poll(t, "jaeger healthy", 30*time.Second, httpOK(jaegerHealth), jaeger)
+	jaeger := startJaeger(t, dir, "jaeger", suiteJaeger)
 	backends := []*process{kfake, jaeger}
 
 	runs := 0

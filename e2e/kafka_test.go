@@ -37,7 +37,6 @@ type turnStateNode struct {
 // exactly one of them — all its turns built by the same node — and every
 // turn must reach Jaeger with exactly the span tree the engine computes.
 func TestKafkaTwoTier(t *testing.T) {
-	jaegerBin := lookPath(t, "JAEGER", toolsHint)
 	kfakeBin := lookPath(t, "KFAKE", toolsHint)
 	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	var ss []session
@@ -52,8 +51,7 @@ func TestKafkaTwoTier(t *testing.T) {
 		"127.0.0.1:17950", "127.0.0.1:13151", "127.0.0.1:18951", "127.0.0.1:17951", "127.0.0.1:13152", "127.0.0.1:18952", "127.0.0.1:17952")
 
 	kfake := start(t, dir, "kfake", kfakeBin, nil, "-port=29092", "-partitions="+strconv.Itoa(kafkaPartitions))
-	jaeger := start(t, dir, "jaeger", jaegerBin, nil, "--config", "jaeger.yaml")
-	poll(t, "jaeger healthy", 30*time.Second, httpOK(jaegerHealth), jaeger)
+	jaeger := startJaeger(t, dir, "jaeger", suiteJaeger)
 	procs := []*process{kfake, jaeger}
 
 	common := []string{"KAFKA_BROKERS=127.0.0.1:29092", "TELEMETRY_HOST=127.0.0.1"}

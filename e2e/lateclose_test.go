@@ -28,7 +28,6 @@ import (
 // interrupted; turn 2 is exact; dsh.turns.closed_late counts 1; nothing is
 // emitted twice.
 func TestLateCloseAfterDangling(t *testing.T) {
-	jaegerBin := lookPath(t, "JAEGER", toolsHint)
 	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	requireFree(t, "127.0.0.1:24317", "127.0.0.1:24318", "127.0.0.1:26685", "127.0.0.1:26686", "127.0.0.1:23133",
 		"127.0.0.1:14317", "127.0.0.1:14318", "127.0.0.1:14320", "127.0.0.1:13133", "127.0.0.1:18889", "127.0.0.1:17888")
@@ -52,8 +51,7 @@ func TestLateCloseAfterDangling(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	jaeger := start(t, dir, "jaeger", jaegerBin, nil, "--config", "jaeger.yaml")
-	poll(t, "jaeger healthy", 30*time.Second, httpOK(jaegerHealth), jaeger)
+	startJaeger(t, dir, "jaeger", suiteJaeger)
 	col := start(t, dir, "otelcol-dsh", otelcolBin, env, "--config=otelcol.yaml")
 	poll(t, "otelcol-dsh healthy", 30*time.Second, httpOK(collectorHC), col)
 

@@ -22,7 +22,6 @@ import (
 // root; once the turn/end is posted, the root follows, and every span of
 // the turn is there once.
 func TestLiveSteps(t *testing.T) {
-	jaegerBin := lookPath(t, "JAEGER", toolsHint)
 	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	requireFree(t, "127.0.0.1:24317", "127.0.0.1:24318", "127.0.0.1:26685", "127.0.0.1:26686", "127.0.0.1:23133",
 		"127.0.0.1:14317", "127.0.0.1:14318", "127.0.0.1:14320", "127.0.0.1:13133", "127.0.0.1:18889", "127.0.0.1:17888")
@@ -44,8 +43,7 @@ func TestLiveSteps(t *testing.T) {
 	const id = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d" // the header's
 	trace := turnrender.TraceID(id, 1)
 
-	jaeger := start(t, dir, "jaeger", jaegerBin, nil, "--config", "jaeger.yaml")
-	poll(t, "jaeger healthy", 30*time.Second, httpOK(jaegerHealth), jaeger)
+	startJaeger(t, dir, "jaeger", suiteJaeger)
 	col := start(t, dir, "otelcol-dsh", otelcolBin, env, "--config=otelcol.yaml")
 	poll(t, "otelcol-dsh healthy", 30*time.Second, httpOK(collectorHC), col)
 

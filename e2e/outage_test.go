@@ -104,7 +104,6 @@ func TestBackendOutage(t *testing.T) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("needs /proc to sample RSS")
 	}
-	jaegerBin := lookPath(t, "JAEGER", toolsHint)
 	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	requireFree(t, "127.0.0.1:24317", "127.0.0.1:24318", "127.0.0.1:26685", "127.0.0.1:26686", "127.0.0.1:23133",
 		"127.0.0.1:14320", "127.0.0.1:13133", "127.0.0.1:17888")
@@ -115,8 +114,7 @@ func TestBackendOutage(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	jaeger := start(t, dir, "jaeger", jaegerBin, nil, "--config", "jaeger.yaml")
-	poll(t, "jaeger healthy", 30*time.Second, httpOK(jaegerHealth), jaeger)
+	jaeger := startJaeger(t, dir, "jaeger", suiteJaeger)
 	otelcol := start(t, dir, "otelcol-dsh-outage", otelcolBin, []string{"E2E_STATE_DIR=" + filepath.Join(dir, "state")}, "--config="+cfg)
 	poll(t, "otelcol-dsh healthy", 30*time.Second, httpOK(collectorHC), otelcol)
 	pid := otelcol.cmd.Process.Pid
@@ -187,8 +185,7 @@ func TestBackendOutage(t *testing.T) {
 	}, otelcol)
 
 	// Recovery.
-	jaeger2 := start(t, dir, "jaeger-restarted", jaegerBin, nil, "--config", "jaeger.yaml")
-	poll(t, "jaeger healthy again", 30*time.Second, httpOK(jaegerHealth), jaeger2)
+	startJaeger(t, dir, "jaeger-restarted", suiteJaeger)
 	var missing []string
 	deadline := time.Now().Add(60 * time.Second)
 	for _, id := range ids {

@@ -136,7 +136,6 @@ func (s *logSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // once (202 counts), delivered downstream exactly once (the sink), and
 // every turn has exactly one span in Jaeger.
 func TestOverloadBackpressure(t *testing.T) {
-	jaegerBin := lookPath(t, "JAEGER", toolsHint)
 	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	requireFree(t, "127.0.0.1:24317", "127.0.0.1:24318", "127.0.0.1:26685", "127.0.0.1:26686", "127.0.0.1:23133",
 		"127.0.0.1:14320", "127.0.0.1:13133", "127.0.0.1:17888")
@@ -157,8 +156,7 @@ func TestOverloadBackpressure(t *testing.T) {
 	if err := os.WriteFile(cfg, []byte(overloadConfig), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	jaeger := start(t, dir, "jaeger", jaegerBin, nil, "--config", "jaeger.yaml")
-	poll(t, "jaeger healthy", 30*time.Second, httpOK(jaegerHealth), jaeger)
+	startJaeger(t, dir, "jaeger", suiteJaeger)
 	otelcol := start(t, dir, "otelcol-dsh-overload", otelcolBin, []string{"E2E_SINK=" + ln.Addr().String()}, "--config="+cfg)
 	poll(t, "otelcol-dsh healthy", 30*time.Second, httpOK(collectorHC), otelcol)
 

@@ -3,29 +3,22 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-
-	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
 // randomKillConfig: both transports with their state in file_storage (the
@@ -119,175 +112,29 @@ service:
 // jaeger.yaml's variables), so that no other e2e run's clients reach its
 // collector while it restarts.
 const (
-	rkHTTP         = "http://127.0.0.1:15320"
-	rkCollectorHC  = "http://127.0.0.1:15133/"
-	rkSelfURL      = "http://127.0.0.1:17988/metrics"
-	rkJaegerQuery  = "http://127.0.0.1:27686"
-	rkJaegerHealth = "http://127.0.0.1:24133/status"
+	rkHTTP        = "http://127.0.0.1:15320"
+	rkCollectorHC = "http://127.0.0.1:15133/"
+	rkSelfURL     = "http://127.0.0.1:17988/metrics"
 )
 
-// liveGen writes one synthetic dsh v0 session turn by turn: each turn has
-// two steps, the first with one or two tool calls (alternating), the
-// second a plain answer.
-type liveGen struct {
-	id   string
-	seq  int
-	ms   int64
-	turn int
-}
-
-func newLiveGen(id string, t0 time.Time) *liveGen { return &liveGen{id: id, ms: t0.UnixMilli()} }
-
-func (g *liveGen) header() []byte {
-	return []byte(fmt.Sprintf(`{"type":"session","version":0,"id":%q,"createdAt":%d,"cwd":"/e2e","delegationDepth":0}`+"\n", g.id, g.ms))
-}
-
-// row renders one event; data is the JSON of its data member, extra any
-// members after it.
-func (g *liveGen) row(typ, data, extra string) []byte {
-	g.ms += 7
-	b := fmt.Sprintf(`{"type":%q,"seq":%d,"time":%d,"data":%s%s}`+"\n", typ, g.seq, g.ms, data, extra)
-	g.seq++
-	return []byte(b)
-}
-
-// nextTurn returns the rows of the next turn.
-func (g *liveGen) nextTurn() [][]byte {
-	g.turn++
-	n := g.turn
-	calls := 1 + n%2
-	var out [][]byte
-	add := func(typ, data, extra string) { out = append(out, g.row(typ, data, extra)) }
-	add("turn/start", fmt.Sprintf(`{"turn":%d}`, n), "")
-	add("step/start", fmt.Sprintf(`{"turn":%d,"step":1}`, n), "")
-	add("user/message", fmt.Sprintf(`{"content":[{"type":"text","text":"soak question %d"}],"source":{"kind":"user"},"role":"user","id":"u-%d"}`, n, n), `,"surfaceOp":"append"`)
-	var content []string
-	for c := 1; c <= calls; c++ {
-		content = append(content, fmt.Sprintf(`{"type":"tool-call","id":"call-%d-%d","name":"bash","arguments":"{\"command\": \"echo %d\"}"}`, n, c, c))
-	}
-	model := `"source":{"kind":"model","provider":"deepseek-official","model":"deepseek-v4-flash"}`
-	add("assistant/message", fmt.Sprintf(`{"turn":%d,"step":1,"message":{"role":"assistant","content":[%s],%s,"id":"a-%d-1"},"usage":{"inputTokens":100,"outputTokens":20,"cacheReadTokens":50}}`,
-		n, strings.Join(content, ","), model, n), `,"surfaceOp":"append"`)
-	for c := 1; c <= calls; c++ {
-		add("tool/call", fmt.Sprintf(`{"turn":%d,"step":1,"callId":"call-%d-%d","name":"bash","arguments":"{\"command\": \"echo %d\"}"}`, n, n, c, c), "")
-	}
-	for c := 1; c <= calls; c++ {
-		add("tool/result", fmt.Sprintf(`{"turn":%d,"step":1,"message":{"source":{"kind":"tool","callId":"call-%d-%d"},"content":[{"type":"tool-result","toolCallId":"call-%d-%d","content":[{"type":"text","text":"%d\n"}],"isError":false}],"role":"user","id":"r-%d-%d"}}`,
-			n, n, c, n, c, c, n, c), `,"surfaceOp":"append"`)
-	}
-	add("step/end", fmt.Sprintf(`{"turn":%d,"step":1}`, n), "")
-	add("step/start", fmt.Sprintf(`{"turn":%d,"step":2}`, n), "")
-	add("assistant/message", fmt.Sprintf(`{"turn":%d,"step":2,"message":{"role":"assistant","content":[{"type":"text","text":"done %d"}],%s,"id":"a-%d-2"},"usage":{"inputTokens":30,"outputTokens":5,"cacheReadTokens":120}}`,
-		n, n, model, n), `,"surfaceOp":"append"`)
-	add("step/end", fmt.Sprintf(`{"turn":%d,"step":2}`, n), "")
-	add("turn/end", fmt.Sprintf(`{"turn":%d,"reason":{"kind":"completed"}}`, n), "")
-	return out
-}
-
-// liveSession is one agent of the run: it writes (or posts) a few rows
-// every ~150 ms until told to stop, then finishes its turn.
-type liveSession struct {
-	id   string
-	http bool
-	path string // the session file (files)
-	gen  *liveGen
-	rng  *rand.Rand
-	// written: every row written to the file or accepted (202) over HTTP.
-	written [][]byte
-	// HTTP client statistics.
-	posts, retries, dupRows int
-	err                     error
-}
-
-// live runs the session until stop is closed and its open turn is complete.
-func (s *liveSession) live(stop <-chan struct{}) {
-	pending := [][]byte{s.gen.header()}
-	for {
-		if len(pending) == 0 {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			pending = s.gen.nextTurn()
-		}
-		n := min(len(pending), 1+s.rng.IntN(3))
-		chunk := pending[:n]
-		if s.http {
-			if err := s.post(chunk); err != nil {
-				s.err = err
-				return
-			}
-		} else if err := appendRows(s.path, chunk); err != nil {
-			s.err = err
-			return
-		}
-		s.written = append(s.written, chunk...)
-		pending = pending[n:]
-		time.Sleep(75*time.Millisecond + time.Duration(s.rng.IntN(150))*time.Millisecond)
-	}
-}
-
-var soakClient = &http.Client{Timeout: 5 * time.Second}
-
-// post sends rows as a real client would: on a connection error, a timeout
-// or a 5xx it sends the same rows again (HTTP dedup makes that safe) until
-// they are accepted.
-func (s *liveSession) post(rows [][]byte) error {
-	body := bytes.Join(rows, nil)
-	deadline := time.Now().Add(3 * time.Minute)
-	for {
-		s.posts++
-		req, _ := http.NewRequest(http.MethodPost, rkHTTP+"/v1/sessions/"+s.id+"/events", bytes.NewReader(body))
-		req.Header.Set("Content-Type", "application/x-ndjson")
-		resp, err := soakClient.Do(req)
-		if err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			switch {
-			case resp.StatusCode == http.StatusAccepted:
-				var acc, dup int
-				_, _ = fmt.Sscanf(strings.TrimSpace(string(b)), `{"accepted":%d,"duplicates":%d}`, &acc, &dup)
-				s.dupRows += dup
-				return nil
-			case resp.StatusCode < 500:
-				return fmt.Errorf("session %s: HTTP %d %s", s.id, resp.StatusCode, bytes.TrimSpace(b))
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("session %s: not accepted within 3m (last: %v)", s.id, err)
-		}
-		s.retries++
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-func appendRows(path string, rows [][]byte) error {
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(bytes.Join(rows, nil)); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
-}
-
-// envInt reads a positive integer from the environment.
-func envInt(t *testing.T, name string, def int) int {
-	v := os.Getenv(name)
-	if v == "" {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n <= 0 {
-		t.Fatalf("%s=%q: want a positive integer", name, v)
-	}
-	return n
-}
+var rkJaeger = jaegerPorts{otlpGRPC: 25317, otlpHTTP: 25318, queryHTTP: 27686, queryGRPC: 27685, health: 24133}
 
 var restoredLine = regexp.MustCompile(`Sessions restored from the journal`)
+
+// seedFrom is the seed of a test's random choices: the variable's value
+// when set (to reproduce a run), else the clock's; it is logged.
+func seedFrom(t *testing.T, name string) uint64 {
+	t.Helper()
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv(name); v != "" {
+		s, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", name, v, err)
+		}
+		seed = s
+	}
+	return seed
+}
 
 // TestRandomKill runs 30 agents writing live session files into the tailed
 // root and 10 posting over HTTP, and kills otelcol-dsh at random instants
@@ -301,373 +148,185 @@ var restoredLine = regexp.MustCompile(`Sessions restored from the journal`)
 //     dangling; the raw API (no deduplication by Jaeger) shows no span
 //     twice;
 //   - the log-row sink: every row arrived (lost 0); rows that arrived twice
-//     are counted and must stay within the bound docs/operating.md states: rows in
-//     flight at a kill, at most one delivery per source per kill.
+//     are counted and must stay within the bound docs/operating.md states:
+//     rows in flight at a kill, at most one delivery per source per kill.
 func TestRandomKill(t *testing.T) {
-	jaegerBin := lookPath(t, "JAEGER", toolsHint)
-	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
-	requireFree(t, "127.0.0.1:25317", "127.0.0.1:25318", "127.0.0.1:27685", "127.0.0.1:27686", "127.0.0.1:24133",
-		"127.0.0.1:15320", "127.0.0.1:15133", "127.0.0.1:17988")
+	requireFree(t, append(rkJaeger.addrs(), "127.0.0.1:15320", "127.0.0.1:15133", "127.0.0.1:17988")...)
 	kills := envInt(t, "DSH_SOAK_KILLS", 20)
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv("DSH_SOAK_SEED"); v != "" {
-		s, err := strconv.ParseUint(v, 10, 64)
-		if err != nil {
-			t.Fatalf("DSH_SOAK_SEED=%q: %v", v, err)
-		}
-		seed = s
-	}
+	seed := seedFrom(t, "DSH_SOAK_SEED")
 	t.Logf("random-kill seed %d (DSH_SOAK_SEED=%d reproduces the kill instants), %d kills", seed, seed, kills)
-	rng := rand.New(rand.NewPCG(seed, 0x5eed))
-	ctx := context.Background()
 	dir := t.TempDir()
 	root := filepath.Join(dir, "dsh", "sessions")
-	state := filepath.Join(dir, "state")
+	sink, sinkAddr := startSink(t)
+	c := &restarts{
+		t: t, dir: dir, cfg: writeConfig(t, dir, "randomkill.yaml", randomKillConfig),
+		env:    []string{"E2E_DSH_ROOT=" + root, "E2E_STATE_DIR=" + filepath.Join(dir, "state"), "E2E_SINK=" + sinkAddr},
+		health: rkCollectorHC, self: rkSelfURL, startup: 2 * time.Second,
+	}
+	f := newFleet(t, seed, "5ea1c0de", root, 30, rkHTTP, 10)
+	startJaeger(t, dir, "jaeger", rkJaeger)
+	c.run()
+	c.healthy()
+	f.start()
+	c.killAtRandom(rand.New(rand.NewPCG(seed, 0x5eed)), kills)
+	c.healthy()
+	f.finish(t)
+	judgeRandomKill(t, f, sink, c, kills)
+}
 
-	sink := &logSink{seen: map[string]int{}, open: make(chan struct{})}
-	close(sink.open)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: sink, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	cfg := filepath.Join(dir, "randomkill.yaml")
-	if err := os.WriteFile(cfg, []byte(randomKillConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	env := []string{"E2E_DSH_ROOT=" + root, "E2E_STATE_DIR=" + state, "E2E_SINK=" + ln.Addr().String()}
+// restarts runs otelcol-dsh run after run on one configuration and state,
+// and reads each run's protocol self-metrics before it is stopped.
+type restarts struct {
+	t                 *testing.T
+	dir, cfg          string
+	env               []string
+	health, self      string
+	runs              []*process
+	cur               *process
+	started           time.Time
+	startup           time.Duration // how long a start took to be healthy, as last seen
+	nKill, nTerm      int
+	nStartup, nEarly  int // kills at startup, and of those before the journal was restored
+	redelivered       float64
+	restored, rowDups float64
+}
 
-	const nFiles, nHTTP = 30, 10
-	t0 := time.Now().Add(-time.Hour)
-	var agents []*liveSession
-	for i := range nFiles + nHTTP {
-		s := &liveSession{rng: rand.New(rand.NewPCG(seed, uint64(i)))}
-		if i < nFiles {
-			s.id = fmt.Sprintf("5ea1f11e-0000-4000-8000-%012d", i)
-			s.path = filepath.Join(root, "--e2e--", s.id, "session.jsonl")
-			if err := os.MkdirAll(filepath.Dir(s.path), 0o755); err != nil {
-				t.Fatal(err)
-			}
-		} else {
-			s.id = fmt.Sprintf("5ea1face-0000-4000-8000-%012d", i)
-			s.http = true
-		}
-		s.gen = newLiveGen(s.id, t0.Add(time.Duration(i)*time.Minute))
-		agents = append(agents, s)
-	}
+// run starts the next run.
+func (c *restarts) run() {
+	c.started = time.Now()
+	c.cur = start(c.t, c.dir, fmt.Sprintf("otelcol-dsh-run%03d", len(c.runs)+1), lookPath(c.t, "OTELCOL_DSH", toolsHint), c.env, "--config="+c.cfg)
+	c.runs = append(c.runs, c.cur)
+}
 
-	jaeger := start(t, dir, "jaeger", jaegerBin, []string{"JAEGER_OTLP_GRPC_PORT=25317", "JAEGER_OTLP_HTTP_PORT=25318",
-		"JAEGER_QUERY_HTTP_PORT=27686", "JAEGER_QUERY_GRPC_PORT=27685", "JAEGER_HEALTH_PORT=24133"}, "--config", "jaeger.yaml")
-	poll(t, "jaeger healthy", 30*time.Second, httpOK(rkJaegerHealth), jaeger)
-	runN := 0
-	var runs []*process
-	var started time.Time
-	startup := 2 * time.Second // how long a start takes to be healthy, as last seen
-	startRun := func() *process {
-		runN++
-		started = time.Now()
-		p := start(t, dir, fmt.Sprintf("otelcol-dsh-run%03d", runN), otelcolBin, env, "--config="+cfg)
-		runs = append(runs, p)
-		return p
+// healthy waits until the current run is healthy.
+func (c *restarts) healthy() {
+	poll(c.t, "otelcol-dsh healthy", 60*time.Second, httpOK(c.health), c.cur)
+	if d := time.Since(c.started); d > 0 {
+		c.startup = d
 	}
-	healthy := func(p *process) {
-		poll(t, "otelcol-dsh healthy", 60*time.Second, httpOK(rkCollectorHC), p)
-		if d := time.Since(started); d > 0 {
-			startup = d
-		}
-	}
-	cur := startRun()
-	healthy(cur)
+}
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, s := range agents {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.live(stop)
-		}()
-	}
-
-	// The kills. Each waits a random time after the collector is healthy
-	// (or, for a startup kill, after the process started), then signals it
-	// and restarts it at once.
-	var nKill, nTerm, nStartup, nStartupBeforeRestore int
-	// The protocol's self-metrics of each run, read just before it is
-	// stopped (a run killed at startup has none).
-	var redelivered, restored, rowDups float64
-	readSelf := func() {
-		for name, sum := range map[string]*float64{
-			"otelcol_connector_turn_state_events_redelivered":      &redelivered,
-			"otelcol_connector_turn_state_journal_restored_events": &restored,
-			"otelcol_receiver_session_event_rows_duplicate":        &rowDups,
-		} {
-			if v, err := metricSum(ctx, rkSelfURL, name); err == nil {
-				*sum += v
-			}
+// readSelf adds the current run's protocol self-metrics to the sums.
+func (c *restarts) readSelf() {
+	for name, sum := range map[string]*float64{
+		"otelcol_connector_turn_state_events_redelivered":      &c.redelivered,
+		"otelcol_connector_turn_state_journal_restored_events": &c.restored,
+		"otelcol_receiver_session_event_rows_duplicate":        &c.rowDups,
+	} {
+		if v, err := metricSum(context.Background(), c.self, name); err == nil {
+			*sum += v
 		}
 	}
+}
+
+// killAtRandom stops the collector kills times, each a random time after
+// it is healthy (or, for a startup kill, after the process started), and
+// restarts it at once: 2 in 10 a SIGKILL during startup (the journal being
+// read and replayed), 1 in 10 a SIGTERM, the rest a SIGKILL while rows
+// flow.
+func (c *restarts) killAtRandom(rng *rand.Rand, kills int) {
 	for k := 0; k < kills; k++ {
 		mode := rng.IntN(10)
 		switch {
-		case mode < 2: // during startup: the journal is being read and replayed
+		case mode < 2:
 			// A random instant of a start as long as the last one.
-			time.Sleep(time.Duration(rng.Int64N(int64(startup))))
-			if !restoredLine.MatchString(cur.output()) {
-				nStartupBeforeRestore++
+			time.Sleep(time.Duration(rng.Int64N(int64(c.startup))))
+			if !restoredLine.MatchString(c.cur.output()) {
+				c.nEarly++
 			}
-			nStartup++
-			_ = syscall.Kill(cur.cmd.Process.Pid, syscall.SIGKILL)
-			<-cur.done
+			c.nStartup++
+			c.kill()
 		case mode < 3:
-			healthy(cur)
+			c.healthy()
 			time.Sleep(time.Duration(100+rng.IntN(1400)) * time.Millisecond)
-			readSelf()
-			nTerm++
-			if err := cur.stop(30 * time.Second); err != nil {
-				errorf(t, "SIGTERM %d: %v", k, err)
+			c.readSelf()
+			c.nTerm++
+			if err := c.cur.stop(30 * time.Second); err != nil {
+				errorf(c.t, "SIGTERM %d: %v", k, err)
 			}
 		default:
-			healthy(cur)
+			c.healthy()
 			time.Sleep(time.Duration(100+rng.IntN(1400)) * time.Millisecond)
-			readSelf()
-			nKill++
-			_ = syscall.Kill(cur.cmd.Process.Pid, syscall.SIGKILL)
-			<-cur.done
+			c.readSelf()
+			c.nKill++
+			c.kill()
 		}
-		cur = startRun()
+		c.run()
 	}
-	healthy(cur)
-	t.Logf("%d signals: %d SIGKILL while rows flowed, %d SIGTERM, %d SIGKILL at startup (%d before the journal was restored)",
-		kills, nKill, nTerm, nStartup, nStartupBeforeRestore)
+	c.t.Logf("%d signals: %d SIGKILL while rows flowed, %d SIGTERM, %d SIGKILL at startup (%d before the journal was restored)",
+		kills, c.nKill, c.nTerm, c.nStartup, c.nEarly)
+}
 
-	close(stop)
-	wg.Wait()
-	for _, s := range agents {
-		if s.err != nil {
-			fatalf(t, "agent: %v", s.err)
-		}
-	}
+func (c *restarts) kill() {
+	_ = syscall.Kill(c.cur.cmd.Process.Pid, syscall.SIGKILL)
+	<-c.cur.done
+}
 
-	// What the backends must hold: the turn engine's turns of every row
-	// written, and every row once.
-	var ss []session
-	wantRows := map[string]bool{}
-	var nRows, posts, retries, httpDups int
-	for _, s := range agents {
-		body := bytes.Join(s.written, nil)
-		ss = append(ss, session{via: viaPost, id: s.id, body: body, file: s.id})
-		wantRows[s.id+"/header"] = true
-		for seq := 0; seq < s.gen.seq; seq++ {
-			wantRows[s.id+"/"+strconv.Itoa(seq)] = true
-		}
-		nRows += len(s.written)
-		posts += s.posts
-		retries += s.retries
-		httpDups += s.dupRows
-	}
-	want := expect(t, ss)
+// judgeRandomKill checks what the backends hold after the kills: every
+// row at the sink, repeated within the bound, and every turn complete and
+// once in Jaeger. The exporters' persistent queues' own losses at a
+// restart are counted and reported, not taken for dshtrace's: rows lost
+// only within what the sink's lost requests can hold (one source delivery
+// each, at most 1000 rows), span problems only of spans absent, and only
+// when the traces queue reported losing requests.
+func judgeRandomKill(t *testing.T, f *fleet, sink *logSink, c *restarts, kills int) {
+	w := f.written()
+	want := expect(t, w.sessions)
 	t.Logf("%d sessions (%d tailed, %d over HTTP), %d rows, %d turns; HTTP: %d posts, %d resent, %d rows acknowledged as duplicates",
-		len(agents), nFiles, nHTTP, nRows, len(want.turns), posts, retries, httpDups)
-
-	// Rows: every one at the sink.
-	poll(t, "every row at the sink", 120*time.Second, func() error {
-		sink.mu.Lock()
-		defer sink.mu.Unlock()
-		missing := 0
-		for k := range wantRows {
-			if sink.seen[k] == 0 {
-				missing++
-			}
-		}
-		if missing > 0 {
-			return fmt.Errorf("%d of %d rows not at the sink yet", missing, len(wantRows))
-		}
-		return nil
-	}, cur)
-	// Spans: every turn complete in Jaeger.
-	var problems []string
-	onlyMissing := true // every problem is spans absent, none wrong or stored twice
-	dangling := 0
-	for _, turn := range want.turns {
-		if turn.Dangling() {
-			dangling++
-		}
-		wantTD := traceOf(turn)
-		id := turnrender.TraceID(turn.SessionID, turn.Number)
-		var got, raw int
-		var diffs []string
-		deadline := time.Now().Add(60 * time.Second)
-		if len(problems) > 0 {
-			deadline = time.Now().Add(3 * time.Second)
-		}
-		for {
-			td, err := jaegerTrace(ctx, rkJaegerQuery, id)
-			if err == nil {
-				got, _ = turnSpans(td)
-				diffs = compareTrace(wantTD, td)
-				if len(diffs) == 0 && got == 1 {
-					break
-				}
-			} else {
-				diffs = []string{err.Error()}
-			}
-			if time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
-		if rtd, err := jaegerRawTrace(ctx, rkJaegerQuery, id); err == nil {
-			raw = rtd.SpanCount()
-		}
-		name := fmt.Sprintf("%s turn %d", turn.SessionID, turn.Number)
-		bad := true
-		switch {
-		case got != 1:
-			problems = append(problems, fmt.Sprintf("%s: %d turn spans, want 1 (%v)", name, got, diffs))
-		case len(diffs) > 0:
-			problems = append(problems, fmt.Sprintf("%s: %s", name, strings.Join(diffs, "; ")))
-		case raw != wantTD.SpanCount():
-			problems = append(problems, fmt.Sprintf("%s: Jaeger stored %d spans, want %d: spans emitted twice", name, raw, wantTD.SpanCount()))
-			onlyMissing = false
-		default:
-			bad = false
-		}
-		if bad && (got > 1 || raw > wantTD.SpanCount() || !absentOnly(diffs)) {
-			onlyMissing = false
-		}
+		len(f.agents), f.nFiles, len(f.agents)-f.nFiles, w.nRows, len(want.turns), w.posts, w.retries, w.dupAck)
+	waitRows(t, sink, w.rows, 120*time.Second, c.cur)
+	turns := checkTurns(context.Background(), rkJaeger.query(), want.turns)
+	if turns.dangling > 0 {
+		errorf(t, "the expectation has %d dangling turns: the agents must end every turn", turns.dangling)
 	}
-	if dangling > 0 {
-		errorf(t, "the expectation has %d dangling turns: the agents must end every turn", dangling)
-	}
-	// Rows: duplicates within the bound, nothing unexpected.
 	time.Sleep(time.Second)
-	sink.mu.Lock()
-	lost, dupRows, unexpected, maxCount := 0, 0, 0, 0
-	for k := range wantRows {
-		if sink.seen[k] == 0 {
-			lost++
-		}
-	}
-	for k, n := range sink.seen {
-		if !wantRows[k] {
-			unexpected++
-			continue
-		}
-		dupRows += n - 1
-		maxCount = max(maxCount, n)
-	}
-	// Each run of consecutive seqs of one session delivered again is one
-	// delivery repeated (or part of one).
-	runsOf := map[string]int{}
-	totalRuns, worstRuns := 0, 0
-	for _, s := range agents {
-		in := false
-		for seq := -1; seq < s.gen.seq; seq++ {
-			key := s.id + "/" + strconv.Itoa(seq)
-			if seq < 0 {
-				key = s.id + "/header"
-			}
-			dup := sink.seen[key] > 1
-			if dup && !in {
-				runsOf[s.id]++
-			}
-			in = dup
-		}
-		totalRuns += runsOf[s.id]
-		worstRuns = max(worstRuns, runsOf[s.id])
-	}
-	sink.mu.Unlock()
-	// The bound (docs/operating.md, "Restarts and crashes"): at each stop, each source
-	// may deliver once more the one delivery it had in flight (a file's
-	// read batch, an HTTP request its client resends), and the sink's
-	// exporter may resend the one request it was sending: per stop, at
-	// most one repeated run of rows per source, plus one.
+	rows := countRows(sink, f, w.rows)
+	// The bound (docs/operating.md, "Restarts and crashes"): at each stop,
+	// each source may deliver once more the one delivery it had in flight
+	// (a file's read batch, an HTTP request its client resends), and the
+	// sink's exporter may resend the one request it was sending: per stop,
+	// at most one repeated run of rows per source, plus one.
 	t.Logf("rows: %d written, %d lost, %d deliveries repeated (most deliveries of one row: %d), in %d runs of consecutive rows (most in one session: %d; bound %d in all, %d per session), %d unexpected; Jaeger: %d turns checked, %d problems",
-		len(wantRows), lost, dupRows, maxCount, totalRuns, worstRuns, kills*(len(agents)+1), 2*kills, unexpected, len(want.turns), len(problems))
-	// The exporters' persistent queues report requests they lost
-	// themselves: the collector's queue (exporterhelper v0.165), starting
-	// after a stop that caught requests in flight, deletes them from
-	// storage and only then writes them back one by one, and a kill in
-	// between loses them — the next start logs "Failed retrieving item"
-	// for each (docs/operating.md, "Restarts and crashes"). Such losses are counted
-	// and reported, not taken for dshtrace's: rows lost only within what
-	// the sink's lost requests can hold (one source delivery each, at most
-	// 1000 rows), span problems only of spans absent, and only when the
-	// traces queue reported losing requests.
-	queueLost := map[string]int{}
-	for _, p := range runs {
-		for _, l := range strings.Split(p.output(), "\n") {
-			if !strings.Contains(l, "Failed retrieving item") {
-				continue
-			}
-			for _, exp := range []string{"otlp_grpc/jaeger", "otlp_http/sink"} {
-				if strings.Contains(l, `"otelcol.component.id": "`+exp+`"`) {
-					queueLost[exp]++
-				}
-			}
-		}
-	}
-	t.Logf("requests the exporters' persistent queues reported lost at a restart (collector defect, not dshtrace's): traces %d, log rows %d",
-		queueLost["otlp_grpc/jaeger"], queueLost["otlp_http/sink"])
+		len(w.rows), rows.lost, rows.repeated, rows.most, rows.runs, rows.worstRuns, kills*(len(f.agents)+1), 2*kills, rows.unexpected, len(want.turns), len(turns.problems))
+	lost := queueLosses(c.runs, "otlp_grpc/jaeger", "otlp_http/sink")
+	t.Logf("requests the exporters' persistent queues reported lost at a restart (the collector's queue, not dshtrace): traces %d, log rows %d",
+		lost["otlp_grpc/jaeger"], lost["otlp_http/sink"])
 	switch {
-	case lost > 0 && lost <= 1000*queueLost["otlp_http/sink"]:
-		t.Logf("%d rows never reached the sink: within the %d requests the sink's persistent queue reported lost", lost, queueLost["otlp_http/sink"])
-	case lost > 0:
-		errorf(t, "%d rows never reached the sink", lost)
+	case rows.lost > 0 && rows.lost <= 1000*lost["otlp_http/sink"]:
+		t.Logf("%d rows never reached the sink: within the %d requests the sink's persistent queue reported lost", rows.lost, lost["otlp_http/sink"])
+	case rows.lost > 0:
+		errorf(t, "%d rows never reached the sink", rows.lost)
 	}
-	if unexpected > 0 {
-		var keys []string
-		sink.mu.Lock()
-		for k := range sink.seen {
-			if !wantRows[k] {
-				keys = append(keys, k)
-			}
-		}
-		sink.mu.Unlock()
-		sort.Strings(keys)
-		errorf(t, "%d rows at the sink that were never written: %s", unexpected, strings.Join(keys[:min(len(keys), 40)], " "))
+	if rows.unexpected > 0 {
+		errorf(t, "%d rows at the sink that were never written: %s", rows.unexpected, strings.Join(rows.unexpectedKeys[:min(len(rows.unexpectedKeys), 40)], " "))
 	}
-	if totalRuns > kills*(len(agents)+1) || worstRuns > 2*kills {
-		errorf(t, "rows delivered again in %d runs (at most %d in one session): more than one delivery per source per stop", totalRuns, worstRuns)
+	if rows.runs > kills*(len(f.agents)+1) || rows.worstRuns > 2*kills {
+		errorf(t, "rows delivered again in %d runs (at most %d in one session): more than one delivery per source per stop", rows.runs, rows.worstRuns)
 	}
-	if maxCount > 1+kills {
-		errorf(t, "a row was delivered %d times: more than once per restart", maxCount)
+	if rows.most > 1+kills {
+		errorf(t, "a row was delivered %d times: more than once per restart", rows.most)
 	}
-	sort.Strings(problems)
-	report := func(format string, args ...any) { errorf(t, format, args...) }
-	if len(problems) > 0 && onlyMissing && queueLost["otlp_grpc/jaeger"] > 0 {
+	logf := func(format string, args ...any) { errorf(t, format, args...) }
+	if len(turns.problems) > 0 && turns.absentOnly && lost["otlp_grpc/jaeger"] > 0 {
 		t.Logf("%d turns lack spans in Jaeger, all of them spans absent (none wrong, none stored twice), and the traces exporter's persistent queue reported losing %d requests at a restart: the collector's loss, listed here, not failed",
-			len(problems), queueLost["otlp_grpc/jaeger"])
-		report = t.Logf
+			len(turns.problems), lost["otlp_grpc/jaeger"])
+		logf = t.Logf
 	}
-	for i, p := range problems {
-		if i == 40 {
-			report("... and %d more", len(problems)-40)
-			break
-		}
-		report("%s", p)
-	}
-	if _, body, err := get(ctx, rkSelfURL); err == nil {
+	report(logf, turns.problems)
+	if _, body, err := get(context.Background(), c.self); err == nil {
 		for _, l := range strings.Split(string(body), "\n") {
 			if strings.HasPrefix(l, "otelcol_connector_turn_state_") || strings.HasPrefix(l, "otelcol_receiver_session_event_") {
 				t.Logf("last run: %s", l)
 			}
 		}
 	}
-	readSelf() // the last run's, now that everything arrived
+	c.readSelf() // the last run's, now that everything arrived
 	t.Logf("self-metrics summed over the runs: events_redelivered %v, journal_restored_events %v, receiver rows_duplicate %v",
-		redelivered, restored, rowDups)
-	if err := cur.stop(30 * time.Second); err != nil {
+		c.redelivered, c.restored, c.rowDups)
+	if err := c.cur.stop(30 * time.Second); err != nil {
 		errorf(t, "%v", err)
 	}
-	for _, p := range runs {
-		if strings.Contains(p.output(), "panic:") {
-			errorf(t, "%s panicked:\n%s", p.name, p.tail(60))
-		}
-	}
+	noPanic(t, c.runs)
 }
 
 // absentOnly reports whether the differences compareTrace (or a failed
