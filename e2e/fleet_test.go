@@ -88,7 +88,7 @@ type liveSession struct {
 	// HTTP client statistics: requests, requests sent again, rows
 	// acknowledged as duplicates, 503 answers (with their Retry-After).
 	posts, retries, dupRows, refused int
-	err                     error
+	err                              error
 }
 
 // live runs the session until stop is closed and its open turn is complete.
