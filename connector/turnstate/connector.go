@@ -83,7 +83,14 @@ type core struct {
 
 	// The gauges' values, kept current by record (and lag by writeJournal)
 	// so the telemetry callback never takes mu.
-	open, sessions, lag atomic.Int64
+	open, sessions, lag, heldTurns atomic.Int64
+
+	// held are the turns the traces consumer refused, rendered, offered
+	// again at the start of every pass; no pass applies anything while
+	// they are held. heldSince is when the refusals began. Both are
+	// guarded by drainMu.
+	held      *heldTraces
+	heldSince time.Time
 
 	readMu sync.Mutex // see the lock order above; guards the three below
 	reader *logrecord.Reader
@@ -132,6 +139,7 @@ func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core
 		TurnsOpen:    c.open.Load,
 		SessionsOpen: c.sessions.Load,
 		JournalLag:   c.lag.Load,
+		TurnsHeld:    c.heldTurns.Load,
 	})
 	if err != nil {
 		return nil, err
@@ -182,12 +190,29 @@ type pass struct {
 //     engine states they record, and each closed turn is drained, and
 //     emitted, by exactly one pass.
 //
-// An error from a next consumer is counted and logged, not returned
-// (emitTraces says why).
+// A traces consumer that refuses the turns (its queue full or failing to
+// persist, an exporter without a queue whose backend is away) does not
+// lose them: the pass holds them, keeps its journal writes back (the
+// sessions are then behind, as after a failed write) and fails; every
+// later pass first offers the held turns again and fails, applying
+// nothing, until they are accepted. Senders retry what a failed pass
+// refused (HTTP 503, the tailer waits, Kafka redelivers), and the events
+// applied already are dropped as duplicates. An error from the metrics
+// consumer is counted and logged: the next flush carries the cumulative
+// values.
 func (c *core) settle(ctx context.Context, p pass) error {
 	c.drainMu.Lock()
 	defer c.drainMu.Unlock()
 
+	if err := c.offerHeld(ctx); err != nil {
+		if p.final {
+			c.mu.Lock()
+			c.closed = true
+			c.mu.Unlock()
+			c.shutdownHeld(ctx)
+		}
+		return err
+	}
 	if p.prepare != nil {
 		if err := p.prepare(ctx); err != nil {
 			return err
@@ -221,7 +246,13 @@ func (c *core) settle(ctx context.Context, p pass) error {
 	c.mu.Unlock()
 
 	if emit {
-		c.emitTraces(ctx, traces, turns)
+		if err := c.emitTraces(ctx, traces, turns); err != nil {
+			err = c.hold(ctx, traces, turns, err)
+			if p.final {
+				c.shutdownHeld(ctx)
+			}
+			return err
+		}
 		if p.final && metrics != nil {
 			c.emitMetrics(ctx, metrics, md)
 		}
@@ -451,23 +482,16 @@ func (c *core) sweepInterval() time.Duration {
 }
 
 // emitTraces hands closed turns to the traces consumer, if there is one.
-// Called without mu.
-//
-// An error from next is counted and logged, and not returned: the batch
-// has been applied to the turn state already, so an error would make the
-// receiver retry it (HTTP 503, Kafka redelivery, file retry) and every
-// event in it would be seen twice — counted as duplicates at best, and the
-// turns closed by it would never be emitted again anyway (each span is
-// emitted exactly once). Retrying is the exporter's job (its sending
-// queue), behind us.
-func (c *core) emitTraces(ctx context.Context, next consumer.Traces, turns []*turnengine.Turn) {
+// Called under drainMu, without mu. A refusal is counted and returned.
+func (c *core) emitTraces(ctx context.Context, next consumer.Traces, turns []*turnengine.Turn) error {
 	if next == nil || len(turns) == 0 {
-		return
+		return nil
 	}
 	if err := next.ConsumeTraces(ctx, turnrender.Traces(metadata.ScopeName, turns)); err != nil {
 		c.tel.AddEmitFailure(ctx, metadata.SignalTraces)
-		c.logger.Warn("Next consumer refused turn traces; they are not retried", zap.Int("turns", len(turns)), zap.Error(err))
+		return err
 	}
+	return nil
 }
 
 // flushMetrics emits the cumulative metrics. It is no pass: it changes no

@@ -2,6 +2,7 @@ package turnstate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -41,10 +43,16 @@ func realStorage(t *testing.T, dir string) component.Host {
 // journaled is a harness whose connector journals to file_storage in dir.
 func journaled(t *testing.T, dir string) *harness {
 	t.Helper()
+	return journaledTo(t, dir, nil)
+}
+
+// journaledTo is journaled with the given traces consumer (nil: a sink).
+func journaledTo(t *testing.T, dir string, traces consumer.Traces) *harness {
+	t.Helper()
 	cfg := createDefaultConfig()
 	id := journalStorageID
 	cfg.Storage = &id
-	h := newHarness(t, cfg, nil, nil)
+	h := newHarness(t, cfg, traces, nil)
 	host := realStorage(t, dir)
 	require.NoError(t, h.toMt.Start(context.Background(), host))
 	require.NoError(t, h.toTr.Start(context.Background(), host))
@@ -319,4 +327,51 @@ func TestJournalCrashBetweenEmitAndWrite(t *testing.T) {
 	}
 	require.NoError(t, ptracetest.CompareTraces(want, dedup, ptracetest.IgnoreResourceSpansOrder()))
 	run2.shutdown()
+}
+
+// A crash while the traces consumer refuses closed turns loses none of
+// them: the journal was kept back, so the restart restores the turns open,
+// and the batches the sender never saw acknowledged close them again. Over
+// both runs every turn of the log is accepted exactly once.
+func TestJournalHeldTurnsSurviveCrash(t *testing.T) {
+	for _, rel := range journalFiles[:3] {
+		t.Run(filepath.Base(filepath.Dir(rel)), func(t *testing.T) {
+			records, _ := buildRecords(t, filepath.Join(testcorpus.Dir(t), rel), "s-held")
+			bs := batches(records, 4)
+			ref := newHarness(t, createDefaultConfig(), nil, nil)
+			ref.start()
+			for _, b := range bs {
+				ref.feed(b)
+			}
+			want := ref.allTraces()
+			ref.shutdown()
+
+			dir := t.TempDir()
+			refusing := &switchableTraces{}
+			run1 := journaledTo(t, dir, refusing)
+			acked := 0
+			for i, b := range bs {
+				if i == 2 {
+					refusing.set(errors.New("sending queue is full"))
+				}
+				if err := run1.toTr.ConsumeLogs(context.Background(), b); err != nil {
+					require.ErrorIs(t, err, errHeld)
+					break
+				}
+				acked++
+			}
+			require.Less(t, acked, len(bs), "the traces consumer refused a batch's turns")
+			require.Positive(t, run1.core().heldTurns.Load(), "turns were held at the crash")
+			run1.crash()
+
+			run2 := journaled(t, dir)
+			for _, b := range bs[acked:] {
+				run2.feed(b)
+			}
+			got := refusing.all()
+			run2.allTraces().ResourceSpans().MoveAndAppendTo(got.ResourceSpans())
+			require.NoError(t, ptracetest.CompareTraces(want, got, ptracetest.IgnoreResourceSpansOrder()))
+			run2.shutdown()
+		})
+	}
 }

@@ -24,6 +24,8 @@ const (
 	MetricEmitFailures     = "otelcol_connector_turn_state_emit_failures"
 	MetricJournalFailures  = "otelcol_connector_turn_state_journal_write_failures"
 	MetricJournalLag       = "otelcol_connector_turn_state_journal_lag"
+	MetricTurnsHeld        = "otelcol_connector_turn_state_turns_held"
+	MetricTurnsLost        = "otelcol_connector_turn_state_turns_lost"
 	MetricJournalRestored  = "otelcol_connector_turn_state_journal_restored_events"
 	MetricRedelivered      = "otelcol_connector_turn_state_events_redelivered"
 	MetricSessionsRestored = "otelcol_connector_turn_state_sessions_restored"
@@ -61,6 +63,9 @@ type Telemetry struct {
 	ReorderOverflows metric.Int64Counter
 	// JournalFailures counts journal writes the storage extension failed.
 	JournalFailures metric.Int64Counter
+	// TurnsLost counts closed turns the traces consumer refused that a stop
+	// without a journal lost.
+	TurnsLost metric.Int64Counter
 	// JournalRestored counts events re-applied from the journal at start.
 	JournalRestored metric.Int64Counter
 	// Redelivered counts events delivered again after a restart whose seq
@@ -90,6 +95,7 @@ type Telemetry struct {
 	turnsOpen       metric.Int64ObservableGauge
 	sessionsOpen    metric.Int64ObservableGauge
 	journalLag      metric.Int64ObservableGauge
+	turnsHeld       metric.Int64ObservableGauge
 	registration    metric.Registration
 	hasRegistration bool
 }
@@ -105,6 +111,9 @@ type Gauges struct {
 	// JournalLag is the number of sessions whose journaled state is behind
 	// the engine's (their last journal write failed).
 	JournalLag func() int64
+	// TurnsHeld is the number of closed turns the traces consumer refused,
+	// held until it accepts them.
+	TurnsHeld func() int64
 }
 
 // NewTelemetry creates the instruments from the component's MeterProvider.
@@ -135,9 +144,11 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 	t.ReorderOverflows = counter(MetricReorderOverflows, "{overflow}",
 		"Times a session's reorder window filled up while a seq was missing, so the gap was skipped at once.")
 	t.emitFailures = counter(MetricEmitFailures, "{batch}",
-		"Batches the next consumer refused, by signal (traces, metrics); counted, not retried.")
+		"Batches the next consumer refused, by signal: traces are held and offered again (turns_held), metrics go out with the next flush.")
 	t.JournalFailures = counter(MetricJournalFailures, "{write}",
 		"Journal writes the storage extension failed; a failed batch is refused, so its sender retries it.")
+	t.TurnsLost = counter(MetricTurnsLost, "{turn}",
+		"Closed turns the traces consumer still refused when the connector stopped without a journal: lost.")
 	t.JournalRestored = counter(MetricJournalRestored, "{event}",
 		"Events re-applied from the journal at start: the open turns' records, rebuilt.")
 	t.Redelivered = counter(MetricRedelivered, "{event}",
@@ -161,6 +172,9 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 	t.sessionsOpen, err = m.Int64ObservableGauge(MetricSessionsOpen, metric.WithUnit("{session}"),
 		metric.WithDescription("Sessions remembered now (bounded by max_sessions)."))
 	errs = errors.Join(errs, err)
+	t.turnsHeld, err = m.Int64ObservableGauge(MetricTurnsHeld, metric.WithUnit("{turn}"),
+		metric.WithDescription("Closed turns the traces consumer refused, held and offered again; while any is held, batches are refused so their senders back off."))
+	errs = errors.Join(errs, err)
 	if errs != nil {
 		return nil, errs
 	}
@@ -174,8 +188,11 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 		if g.JournalLag != nil {
 			o.ObserveInt64(t.journalLag, g.JournalLag())
 		}
+		if g.TurnsHeld != nil {
+			o.ObserveInt64(t.turnsHeld, g.TurnsHeld())
+		}
 		return nil
-	}, t.turnsOpen, t.sessionsOpen, t.journalLag)
+	}, t.turnsOpen, t.sessionsOpen, t.journalLag, t.turnsHeld)
 	if err != nil {
 		return nil, err
 	}

@@ -29,6 +29,7 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 		TurnsOpen:    func() int64 { return 3 },
 		SessionsOpen: func() int64 { return 2 },
 		JournalLag:   func() int64 { return 1 },
+		TurnsHeld:    func() int64 { return 4 },
 	})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -38,6 +39,7 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 	tt.GapsSkipped.Add(ctx, 1)
 	tt.ReorderOverflows.Add(ctx, 1)
 	tt.JournalFailures.Add(ctx, 1)
+	tt.TurnsLost.Add(ctx, 1)
 	tt.JournalRestored.Add(ctx, 1)
 	tt.Redelivered.Add(ctx, 1)
 	tt.SessionsRestored.Add(ctx, 1)
@@ -53,7 +55,7 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 		MetricTurnsOpen, MetricSessionsOpen, MetricTurnsClosed, MetricTurnsDangling, MetricLateEvents, MetricTurnsClosedLate,
 		MetricEventsDropped, MetricGapsSkipped, MetricReorderOverflows, MetricEmitFailures, MetricJournalFailures,
 		MetricJournalLag, MetricJournalRestored, MetricRedelivered, MetricSessionsRestored, MetricRestoreFailures,
-		MetricTurnsHandedOver, MetricRestoreDuration,
+		MetricTurnsHandedOver, MetricRestoreDuration, MetricTurnsHeld, MetricTurnsLost,
 	} {
 		m, err := tel.GetMetric(name)
 		require.NoError(t, err, name)
