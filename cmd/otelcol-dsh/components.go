@@ -5,6 +5,7 @@ package main
 import (
 	turnstate2 "github.com/dshtrace/dshtrace/connector/turnstate"
 	sessionarchive "github.com/dshtrace/dshtrace/exporter/sessionarchive"
+	filestorage "github.com/dshtrace/dshtrace/extension/filestorage"
 	turnstate "github.com/dshtrace/dshtrace/processor/turnstate"
 	sessionevent "github.com/dshtrace/dshtrace/receiver/sessionevent"
 	kafkaexporter "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/kafkaexporter"
@@ -13,7 +14,6 @@ import (
 	bearertokenauthextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension"
 	healthcheckextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"
 	pprofextension "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension"
-	filestorage "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	filterprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/filterprocessor"
 	redactionprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/redactionprocessor"
 	transformprocessor "github.com/open-telemetry/opentelemetry-collector-contrib/processor/transformprocessor"
@@ -65,7 +65,7 @@ func components() (otelcol.Factories, error) {
 		return otelcol.Factories{}, err
 	}
 	factories.ExtensionModules = makeModulesMap(factories.Extensions, map[component.Type]string{
-		filestorage.NewFactory().Type():              "github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage v0.165.1",
+		filestorage.NewFactory().Type():              "github.com/dshtrace/dshtrace v0.0.0",
 		healthcheckextension.NewFactory().Type():     "github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension v0.165.1",
 		bearertokenauthextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension v0.165.1",
 		pprofextension.NewFactory().Type():           "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension v0.165.1",

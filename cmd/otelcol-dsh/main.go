@@ -6,6 +6,7 @@ package main
 import (
 	"os"
 
+	restartcheck "github.com/dshtrace/dshtrace/config/restartcheck"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	envprovider "go.opentelemetry.io/collector/confmap/provider/envprovider"
@@ -35,6 +36,9 @@ func main() {
 					httpsprovider.NewFactory(),
 					yamlprovider.NewFactory(),
 				},
+				ConverterFactories: []confmap.ConverterFactory{
+					restartcheck.NewFactory(),
+				},
 			},
 		},
 		ProviderModules: map[string]string{
@@ -44,7 +48,9 @@ func main() {
 			httpsprovider.NewFactory().Create(confmap.ProviderSettings{}).Scheme(): "go.opentelemetry.io/collector/confmap/provider/httpsprovider v1.71.0",
 			yamlprovider.NewFactory().Create(confmap.ProviderSettings{}).Scheme():  "go.opentelemetry.io/collector/confmap/provider/yamlprovider v1.71.0",
 		},
-		ConverterModules: []string{},
+		ConverterModules: []string{
+			"github.com/dshtrace/dshtrace v0.0.0",
+		},
 	}
 
 	if err := run(set); err != nil {
