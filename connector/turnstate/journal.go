@@ -3,6 +3,7 @@ package turnstate
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"slices"
@@ -160,10 +161,19 @@ type restored struct {
 	logs  plog.Logs // the header record first, then the chunks in order
 }
 
+// damagedKey is a journal value that cannot be read: its session (empty
+// for a bucket list) starts afresh.
+type damagedKey struct {
+	key, session string
+	err          error
+}
+
 // load reads every journaled session: with a storage extension all of
 // them, with a changelog those an earlier start of this owner wrote last
-// (the others are resumed by whichever instance their batches reach).
-func (j *journal) load(ctx context.Context) ([]restored, error) {
+// (the others are resumed by whichever instance their batches reach). A
+// value that cannot be decoded does not stop the start: it is returned in
+// damaged, and its session is not restored.
+func (j *journal) load(ctx context.Context) (rs []restored, damaged []damagedKey, err error) {
 	var ids []string
 	if j.log != nil {
 		j.log.Groups(func(g, writer string) {
@@ -176,30 +186,37 @@ func (j *journal) load(ctx context.Context) ([]restored, error) {
 		for b := range journalBuckets {
 			raw, err := j.store.Get(ctx, bucketKey(b))
 			if err != nil {
-				return nil, fmt.Errorf("read %s: %w", bucketKey(b), err)
+				return nil, nil, fmt.Errorf("read %s: %w", bucketKey(b), err)
 			}
 			if raw == nil {
 				continue
 			}
 			var bucket []string
 			if err := json.Unmarshal(raw, &bucket); err != nil {
-				return nil, fmt.Errorf("read %s: %w", bucketKey(b), err)
+				damaged = append(damaged, damagedKey{key: bucketKey(b), err: err})
+				continue
 			}
 			ids = append(ids, bucket...)
 		}
 	}
-	var out []restored
 	for _, id := range ids {
 		r, ok, err := j.readSession(ctx, id)
-		if err != nil {
-			return nil, err
-		}
-		if ok {
+		var d *damagedKey
+		switch {
+		case errors.As(err, &d):
+			damaged = append(damaged, *d)
+		case err != nil:
+			return nil, nil, err
+		case ok:
 			j.adopt(r)
-			out = append(out, r)
+			rs = append(rs, r)
 		}
 	}
-	return out, nil
+	return rs, damaged, nil
+}
+
+func (d *damagedKey) Error() string {
+	return fmt.Sprintf("journal value %s unreadable: %v", d.key, d.err)
 }
 
 // readSession reads one session's entry, header and chunks; false when it
@@ -214,7 +231,7 @@ func (j *journal) readSession(ctx context.Context, id string) (restored, bool, e
 	}
 	e := &journalEntry{}
 	if err := json.Unmarshal(raw, e); err != nil {
-		return restored{}, false, fmt.Errorf("read %s: %w", sessionKey(id), err)
+		return restored{}, false, &damagedKey{key: sessionKey(id), session: id, err: err}
 	}
 	r := restored{id: id, entry: e, logs: plog.NewLogs()}
 	keys := []string{}
@@ -235,7 +252,7 @@ func (j *journal) readSession(ctx context.Context, id string) (restored, bool, e
 		}
 		ld, err := um.UnmarshalLogs(raw)
 		if err != nil {
-			return restored{}, false, fmt.Errorf("read %s: %w", k, err)
+			return restored{}, false, &damagedKey{key: k, session: id, err: err}
 		}
 		ld.ResourceLogs().MoveAndAppendTo(r.logs.ResourceLogs())
 	}
@@ -536,10 +553,11 @@ func (j *journal) redelivered(inputs []turnengine.Input) int64 {
 // after it (the next consumers may not run yet); its journal write
 // forgets the sessions beyond max_sessions.
 func (c *core) restore(ctx context.Context, j *journal) error {
-	rs, err := j.load(ctx)
+	rs, damaged, err := j.load(ctx)
 	if err != nil {
 		return err
 	}
+	c.reportDamaged(ctx, j, damaged)
 	var open int
 	var events int64
 	err = c.settle(ctx, pass{hold: true, change: func(now time.Time) map[string]*kept {
@@ -556,4 +574,29 @@ func (c *core) restore(ctx context.Context, j *journal) error {
 	c.tel.JournalRestored.Add(ctx, events)
 	c.logger.Info("Sessions restored from the journal", zap.Int("sessions", len(rs)), zap.Int("open_turns", open), zap.Int64("events", events))
 	return nil
+}
+
+// reportDamaged says, one line each, which journal values could not be
+// read and what that costs: a damaged session starts afresh (the turn it
+// had open loses its spans; its later events count as orphans), a damaged
+// bucket list loses the sessions it listed. The damaged values are
+// deleted, so the next start does not meet them again.
+func (c *core) reportDamaged(ctx context.Context, j *journal, damaged []damagedKey) {
+	var ops []*storage.Operation
+	for _, d := range damaged {
+		if d.session == "" {
+			c.logger.Error("Journal bucket list unreadable: the sessions it listed start afresh, their open turns lost",
+				zap.String("key", d.key), zap.Error(d.err))
+		} else {
+			c.logger.Error("Session journal unreadable: the session starts afresh, its open turn lost",
+				zap.String("session", d.session), zap.String("key", d.key), zap.Error(d.err))
+		}
+		ops = append(ops, storage.DeleteOperation(d.key))
+	}
+	c.tel.JournalDamaged.Add(ctx, int64(len(damaged)))
+	if len(ops) > 0 && j.log == nil {
+		if err := j.store.Batch(ctx, ops...); err != nil {
+			c.logger.Warn("Could not delete the unreadable journal values", zap.Error(err))
+		}
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/storagetest"
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -374,4 +375,58 @@ func TestJournalHeldTurnsSurviveCrash(t *testing.T) {
 			run2.shutdown()
 		})
 	}
+}
+
+// Journal values that cannot be read do not stop the start: each damaged
+// session starts afresh (one error line, counted, its values deleted), a
+// damaged bucket list loses the sessions it listed, and every other
+// session is restored with its open turn.
+func TestJournalDamagedValues(t *testing.T) {
+	dir := t.TempDir()
+	paths := []string{
+		filepath.Join(testcorpus.Dir(t), journalFiles[0]),
+		filepath.Join(testcorpus.Dir(t), journalFiles[3]),
+		filepath.Join(testcorpus.Dir(t), journalFiles[4]),
+	}
+	run1 := journaled(t, dir)
+	var ids []string
+	for i, p := range paths {
+		records, _ := buildRecords(t, p, fmt.Sprintf("damaged-%d", i))
+		sid, ok := records.ResourceLogs().At(0).Resource().Attributes().Get("session.id")
+		require.True(t, ok)
+		id := sid.Str()
+		ids = append(ids, id)
+		for _, b := range batches(records, 8) { // up to a turn open in each
+			run1.feed(b)
+			if m, ok := run1.core().engine.Mark(id); ok && m.Open != 0 {
+				break
+			}
+		}
+	}
+	require.Equal(t, 3, run1.core().engine.OpenTurns())
+	run1.crash()
+
+	// Damage the first session's entry and the bucket list of the second.
+	run2 := newHarness(t, func() *Config { c := createDefaultConfig(); id := journalStorageID; c.Storage = &id; return c }(), nil, nil)
+	host := realStorage(t, dir)
+	ext, _ := host.GetExtensions()[journalStorageID].(storage.Extension)
+	client, err := ext.GetClient(context.Background(), component.KindConnector, component.MustNewID("turn_state"), "turns")
+	require.NoError(t, err)
+	require.NoError(t, client.Set(context.Background(), sessionKey(ids[0]), []byte("{not json")))
+	require.NoError(t, client.Set(context.Background(), bucketKey(bucketOf(ids[1])), []byte("\x00\x01garbage")))
+	require.NoError(t, client.Close(context.Background()))
+	require.NotEqual(t, bucketOf(ids[1]), bucketOf(ids[2]), "the test needs the third session in another bucket")
+
+	require.NoError(t, run2.toMt.Start(context.Background(), host))
+	require.NoError(t, run2.toTr.Start(context.Background(), host), "damaged values do not stop the start")
+	assert.EqualValues(t, 2, run2.selfSum(metadata.MetricJournalDamaged))
+	assert.Equal(t, 1, run2.core().engine.OpenTurns(), "the undamaged session is restored")
+	_, ok := run2.core().engine.Mark(ids[2])
+	assert.True(t, ok)
+	run2.shutdown()
+
+	// The damaged values were deleted: the next start meets none.
+	run3 := journaled(t, dir)
+	assert.Zero(t, run3.selfSum(metadata.MetricJournalDamaged))
+	run3.shutdown()
 }

@@ -26,6 +26,7 @@ const (
 	MetricJournalLag       = "otelcol_connector_turn_state_journal_lag"
 	MetricTurnsHeld        = "otelcol_connector_turn_state_turns_held"
 	MetricTurnsLost        = "otelcol_connector_turn_state_turns_lost"
+	MetricJournalDamaged   = "otelcol_connector_turn_state_journal_damaged"
 	MetricJournalRestored  = "otelcol_connector_turn_state_journal_restored_events"
 	MetricRedelivered      = "otelcol_connector_turn_state_events_redelivered"
 	MetricSessionsRestored = "otelcol_connector_turn_state_sessions_restored"
@@ -66,6 +67,8 @@ type Telemetry struct {
 	// TurnsLost counts closed turns the traces consumer refused that a stop
 	// without a journal lost.
 	TurnsLost metric.Int64Counter
+	// JournalDamaged counts journal values that could not be read at start.
+	JournalDamaged metric.Int64Counter
 	// JournalRestored counts events re-applied from the journal at start.
 	JournalRestored metric.Int64Counter
 	// Redelivered counts events delivered again after a restart whose seq
@@ -149,6 +152,8 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 		"Journal writes the storage extension failed; a failed batch is refused, so its sender retries it.")
 	t.TurnsLost = counter(MetricTurnsLost, "{turn}",
 		"Closed turns the traces consumer still refused when the connector stopped without a journal: lost.")
+	t.JournalDamaged = counter(MetricJournalDamaged, "{value}",
+		"Journal values unreadable at start: their sessions started afresh, the turns they had open lost.")
 	t.JournalRestored = counter(MetricJournalRestored, "{event}",
 		"Events re-applied from the journal at start: the open turns' records, rebuilt.")
 	t.Redelivered = counter(MetricRedelivered, "{event}",

@@ -40,6 +40,7 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 	tt.ReorderOverflows.Add(ctx, 1)
 	tt.JournalFailures.Add(ctx, 1)
 	tt.TurnsLost.Add(ctx, 1)
+	tt.JournalDamaged.Add(ctx, 1)
 	tt.JournalRestored.Add(ctx, 1)
 	tt.Redelivered.Add(ctx, 1)
 	tt.SessionsRestored.Add(ctx, 1)
@@ -55,7 +56,7 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 		MetricTurnsOpen, MetricSessionsOpen, MetricTurnsClosed, MetricTurnsDangling, MetricLateEvents, MetricTurnsClosedLate,
 		MetricEventsDropped, MetricGapsSkipped, MetricReorderOverflows, MetricEmitFailures, MetricJournalFailures,
 		MetricJournalLag, MetricJournalRestored, MetricRedelivered, MetricSessionsRestored, MetricRestoreFailures,
-		MetricTurnsHandedOver, MetricRestoreDuration, MetricTurnsHeld, MetricTurnsLost,
+		MetricTurnsHandedOver, MetricRestoreDuration, MetricTurnsHeld, MetricTurnsLost, MetricJournalDamaged,
 	} {
 		m, err := tel.GetMetric(name)
 		require.NoError(t, err, name)
