@@ -32,12 +32,18 @@ var _ storage.Extension = (*fileStorage)(nil)
 // GetClient opens the storage of one component's purpose (name). See the
 // package documentation for what happens to a file that cannot be opened.
 func (s *fileStorage) GetClient(ctx context.Context, kind component.Kind, id component.ID, name string) (storage.Client, error) {
+	path := s.fileOf(kind, id, name)
+	what := holds(kind, id, name)
+	if fi, err := os.Stat(path); err == nil && fi.Mode().IsRegular() && fi.Size() == 0 {
+		// bbolt would take an empty file for a new database and say
+		// nothing; a file the extension made is never empty, so its state
+		// is gone: set aside and said like any other damage.
+		return s.setAside(ctx, kind, id, name, path, what, errors.New("the file is empty"))
+	}
 	client, err := s.open(ctx, kind, id, name)
 	if err == nil {
 		return client, nil
 	}
-	path := s.fileOf(kind, id, name)
-	what := holds(kind, id, name)
 	switch {
 	case errors.Is(err, fs.ErrPermission):
 		return nil, fmt.Errorf("storage file %s (%s) cannot be opened: %w; give the collector's user read and write access to it "+
@@ -51,6 +57,13 @@ func (s *fileStorage) GetClient(ctx context.Context, kind component.Kind, id com
 	if _, serr := os.Stat(path); serr != nil {
 		return nil, fmt.Errorf("storage file %s (%s): %w", path, what.state, err) // nothing there to set aside
 	}
+	return s.setAside(ctx, kind, id, name, path, what, err)
+}
+
+// setAside renames a damaged file (damage says how it is damaged), logs
+// the one line that says so, and opens a fresh file in its place.
+func (s *fileStorage) setAside(ctx context.Context, kind component.Kind, id component.ID, name, path string, what held, damage error) (storage.Client, error) {
+	err := damage
 	aside := path + ".damaged-" + time.Now().UTC().Format("20060102T150405.000Z")
 	if rerr := os.Rename(path, aside); rerr != nil {
 		return nil, fmt.Errorf("storage file %s (%s) is damaged (%w) and cannot be set aside: %v; move it away by hand", path, what.state, err, rerr)

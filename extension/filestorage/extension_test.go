@@ -126,17 +126,30 @@ func TestDamagedFilesSetAside(t *testing.T) {
 	}
 }
 
-func TestEmptyFileIsFresh(t *testing.T) {
+// An empty file is damage too: bbolt would silently take it for a new
+// database, and the state it held is gone.
+func TestEmptyFileSetAside(t *testing.T) {
 	dir := t.TempDir()
 	ext, logs := started(t, dir)
+	write(t, ext, component.KindConnector, connectorID, "turns", "k", "v")
 	path := filepath.Join(dir, "connector_turn_state__turns")
-	require.NoError(t, os.WriteFile(path, nil, 0o600))
+	require.NoError(t, os.Truncate(path, 0))
 	c, err := ext.GetClient(context.Background(), component.KindConnector, connectorID, "turns")
 	require.NoError(t, err)
 	require.NoError(t, c.Close(context.Background()))
-	assert.Zero(t, logs.Len())
+	require.Equal(t, 1, logs.Len())
+	assert.Contains(t, logs.All()[0].ContextMap()["damage"], "empty")
 	aside, _ := filepath.Glob(path + ".damaged-*")
-	assert.Empty(t, aside)
+	assert.Len(t, aside, 1)
+}
+
+// A file that does not exist yet is a first start: created, nothing said.
+func TestNewFileSaysNothing(t *testing.T) {
+	ext, logs := started(t, t.TempDir())
+	c, err := ext.GetClient(context.Background(), component.KindReceiver, receiverID, "files")
+	require.NoError(t, err)
+	require.NoError(t, c.Close(context.Background()))
+	assert.Zero(t, logs.Len())
 }
 
 // A file the collector may not open is not touched: the error names it
