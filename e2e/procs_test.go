@@ -35,6 +35,12 @@ type process struct {
 // own process group and, on Linux, dies with the test binary (procAttr).
 func start(t *testing.T, dir, name, bin string, env []string, args ...string) *process {
 	t.Helper()
+	return startAs(t, dir, name, bin, env, nil, args...)
+}
+
+// startAs is start with the child running as user cred (nil: as the test).
+func startAs(t *testing.T, dir, name, bin string, env []string, cred *syscall.Credential, args ...string) *process {
+	t.Helper()
 	summarize(t)
 	logPath := filepath.Join(dir, name+".log")
 	f, err := os.Create(logPath)
@@ -45,6 +51,7 @@ func start(t *testing.T, dir, name, bin string, env []string, args ...string) *p
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), env...)
 	cmd.SysProcAttr = procAttr()
+	cmd.SysProcAttr.Credential = cred
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		t.Fatalf("start %s: %v", name, err)
