@@ -235,7 +235,7 @@ func (pb *parsedBody) addRow(b []byte, line int, o parseOptions, probe *sessionl
 		pb.cited += len(row.Events[i].Sources)
 	}
 	if pb.cited > maxCitedSeqs {
-		return &reqError{status: http.StatusRequestEntityTooLarge, line: line, seq: firstSeq(row), reason: "too_many_cited_seqs",
+		return &reqError{status: http.StatusRequestEntityTooLarge, line: line, seq: row.FirstSeq(), reason: "too_many_cited_seqs",
 			msg: fmt.Sprintf("line %d: the request's sourceEventSeqs expand to more than %d seqs; split it", line, maxCitedSeqs)}
 	}
 	if len(row.Problems) > 0 {
@@ -243,7 +243,7 @@ func (pb *parsedBody) addRow(b []byte, line int, o parseOptions, probe *sessionl
 	}
 	if o.endpoint == endpointSession && row.Wrapper != sessionlog.WrapNone && row.SessionID != "" && row.SessionID != o.session {
 		return &reqError{
-			status: http.StatusBadRequest, line: line, seq: firstSeq(row), reason: "session_mismatch",
+			status: http.StatusBadRequest, line: line, seq: row.FirstSeq(), reason: "session_mismatch",
 			msg: fmt.Sprintf("line %d: the line names session %q, the path %q", line, row.SessionID, o.session),
 		}
 	}
@@ -275,20 +275,6 @@ func versionError(err error, line int) *reqError {
 	return &reqError{status: http.StatusBadRequest, msg: fmt.Sprintf("line %d: %v", line, err), line: line, seq: -1, reason: "invalid"}
 }
 
-func firstSeq(r *sessionlog.Row) int64 {
-	if len(r.Events) > 0 {
-		return r.Events[0].Seq
-	}
-	return -1
-}
-
-func lastSeq(r *sessionlog.Row) int64 {
-	if len(r.Events) > 0 {
-		return r.Events[len(r.Events)-1].Seq
-	}
-	return -1
-}
-
 // contextFree are the violations an event shows on its own; they are
 // judged in every request. The others need the log from its start.
 var contextFree = map[string]bool{
@@ -311,23 +297,23 @@ var contextFree = map[string]bool{
 // only be checked row by row (the rows' own decoding, surface keys), and
 // what precedes it is the connector's to judge, gaps included.
 func (s *parsedSession) finish() *reqError {
-	slices.SortStableFunc(s.rows, func(a, b *sessionlog.Row) int { return cmp.Compare(firstSeq(a), firstSeq(b)) })
+	slices.SortStableFunc(s.rows, func(a, b *sessionlog.Row) int { return cmp.Compare(a.FirstSeq(), b.FirstSeq()) })
 	kept := s.rows[:0]
 	for _, r := range s.rows {
-		if n := len(kept); n > 0 && firstSeq(r) <= lastSeq(kept[n-1]) {
+		if n := len(kept); n > 0 && r.FirstSeq() <= kept[n-1].LastSeq() {
 			prev := kept[n-1]
-			if firstSeq(r) == firstSeq(prev) && bytes.Equal(r.Bytes, prev.Bytes) {
+			if r.FirstSeq() == prev.FirstSeq() && bytes.Equal(r.Bytes, prev.Bytes) {
 				s.dups++
 				continue
 			}
-			return rowError(sessionlog.Violation{Line: r.Line, Seq: firstSeq(r), Code: sessionlog.CodeSeqDuplicate,
-				Message: fmt.Sprintf("seq %d is also on line %d, with other content", firstSeq(r), prev.Line)})
+			return rowError(sessionlog.Violation{Line: r.Line, Seq: r.FirstSeq(), Code: sessionlog.CodeSeqDuplicate,
+				Message: fmt.Sprintf("seq %d is also on line %d, with other content", r.FirstSeq(), prev.Line)})
 		}
 		kept = append(kept, r)
 	}
 	s.rows = kept
 
-	whole := len(s.rows) > 0 && firstSeq(s.rows[0]) == 0
+	whole := len(s.rows) > 0 && s.rows[0].FirstSeq() == 0
 	f := s.dec.Format()
 	v := sessionlog.NewValidator()
 	v.TrackSurface(whole)

@@ -463,7 +463,7 @@ func (t *fileSource) handleEvent(tf *tailedFile, row *sessionlog.Row, replay boo
 	} else {
 		session = live.own(row.SessionID)
 	}
-	first, last := firstSeq(row), lastSeq(row)
+	first, last := row.FirstSeq(), row.LastSeq()
 	hwm, seen := p.HWM[session]
 	if !seen || last > hwm {
 		if p.HWM == nil {

@@ -53,7 +53,7 @@ func FuzzHTTPBody(f *testing.F) {
 					if !compressed && !lines[string(r.Bytes)] {
 						t.Fatalf("row is no line of the body: %q", r.Bytes)
 					}
-					if i > 0 && firstSeq(r) <= lastSeq(s.rows[i-1]) {
+					if i > 0 && r.FirstSeq() <= s.rows[i-1].LastSeq() {
 						t.Fatalf("rows out of seq order or overlapping")
 					}
 				}

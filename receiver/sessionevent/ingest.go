@@ -142,7 +142,7 @@ func (h *httpSource) buildSession(d *delivery, s *parsedSession, st *sessionStat
 	}
 	d.dups += s.dups
 	for _, row := range s.rows {
-		a, b := firstSeq(row), lastSeq(row)
+		a, b := row.FirstSeq(), row.LastSeq()
 		if k.contains(a, b) {
 			d.dups++
 			continue
