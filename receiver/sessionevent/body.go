@@ -16,6 +16,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/httpsource/dedup"
 	"github.com/dshtrace/dshtrace/sessionlog"
 	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
@@ -49,7 +50,7 @@ type parseOptions struct {
 	// Content-Encoding (a raw .jsonl.zstd or .gz upload).
 	maxBody int64
 	// version is the header version remembered for a session from earlier
-	// requests (unknownVersion: none); nil means none.
+	// requests (dedup.UnknownVersion: none); nil means none.
 	version func(session string) int
 }
 
@@ -150,7 +151,7 @@ func parseBody(body io.Reader, o parseOptions) (*parsedBody, *reqError) {
 			s = &parsedSession{id: id, dec: sessionlog.NewRowDecoder(o.maxLine, 0)}
 			s.dec.SetArena(pb.arena)
 			if o.version != nil {
-				if v := o.version(id); v != unknownVersion {
+				if v := o.version(id); v != dedup.UnknownVersion {
 					s.dec.SetFormat(sessionlog.Format{Version: v, Known: true})
 				}
 			}

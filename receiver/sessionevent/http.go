@@ -23,6 +23,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
+	"github.com/dshtrace/dshtrace/internal/sessiontable"
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/httpsource/dedup"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 )
 
@@ -89,7 +91,7 @@ type httpSource struct {
 	tel     *metadata.TransportTelemetry
 	now     func() time.Time
 
-	dedup *dedupStore
+	dedup *dedup.Store
 	// trackerMu guards tracker. It is taken after a request's stripe locks
 	// and the dedup store's mutex, never before them.
 	trackerMu sync.Mutex
@@ -109,8 +111,8 @@ func newHTTPSource(cfg HTTPConfig, storageID *component.ID, maxLine int, set rec
 	}
 	return &httpSource{
 		cfg: cfg, storage: storageID, maxLine: maxLine, set: set, next: next, obs: obs, now: time.Now,
-		dedup:   newDedupStore(defaultDedupSessions, set.Logger),
-		tracker: logrecord.NewTracker(defaultDedupSessions),
+		dedup:   dedup.NewStore(sessiontable.DefaultMaxSessions, set.Logger),
+		tracker: logrecord.NewTracker(sessiontable.DefaultMaxSessions),
 	}, nil
 }
 
@@ -119,7 +121,7 @@ func (h *httpSource) dedupSessions() int64 {
 	if h == nil {
 		return 0
 	}
-	return h.dedup.len()
+	return h.dedup.Len()
 }
 
 // start loads the dedup state from the storage extension, if one is
@@ -131,7 +133,7 @@ func (h *httpSource) start(ctx context.Context, host component.Host) error {
 			return err
 		}
 		h.client = c
-		if err := h.dedup.load(ctx, c, h.restorePosition); err != nil {
+		if err := h.dedup.Load(ctx, c, h.restorePosition); err != nil {
 			return fmt.Errorf("session_event: load the dedup state: %w", err)
 		}
 	}
@@ -207,7 +209,7 @@ func (h *httpSource) handle(w http.ResponseWriter, req *http.Request, o parseOpt
 	}
 	o.maxLine = h.maxLine
 	o.maxBody = h.maxBody
-	o.version = h.dedup.currentVersion
+	o.version = h.dedup.CurrentVersion
 	pb, rerr := parseBody(req.Body, o)
 	defer pb.release() // the rows are done with once the request is answered
 	h.tel.BytesRead(ctx, pb.bytes)

@@ -27,8 +27,10 @@ import (
 	"go.opentelemetry.io/collector/extension/extensionauth"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.uber.org/zap"
 
 	"github.com/dshtrace/dshtrace/internal/turnrender"
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/httpsource/dedup"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 )
 
@@ -390,14 +392,12 @@ func TestHTTPDedupAcrossRestart(t *testing.T) {
 func TestHTTPDedupBounded(t *testing.T) {
 	sink := new(consumertest.LogsSink)
 	s := start(t, httpOnlyConfig(), sink, nil)
-	s.r.http.dedup.mu.Lock()
-	s.r.http.dedup.max = 3
-	s.r.http.dedup.mu.Unlock()
+	s.r.http.dedup = dedup.NewStore(3, zap.NewNop())
 	row := []byte(`{"type":"todo/write","seq":5,"time":1,"data":{"todos":[]}}`)
 	for i := range 5 {
 		require.Equal(t, 1, post(t, sessionURL(s, fmt.Sprint("s", i)), row).int("accepted"))
 	}
-	assert.EqualValues(t, 3, s.r.http.dedup.len())
+	assert.EqualValues(t, 3, s.r.http.dedup.Len())
 	// s4 is remembered, s0 was evicted.
 	assert.Equal(t, 1, post(t, sessionURL(s, "s4"), row).int("duplicates"))
 	assert.Equal(t, 1, post(t, sessionURL(s, "s0"), row).int("accepted"))
