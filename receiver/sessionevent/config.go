@@ -7,8 +7,9 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/config/configoptional"
+
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/httpsource"
 )
 
 // Config is the session_event receiver's configuration (docs/design.md §3).
@@ -23,18 +24,10 @@ type Config struct {
 	_ struct{}
 }
 
-// HTTPConfig is the HTTP source: a confighttp server (endpoint, tls, auth,
-// cors, max_request_body_size, … at the same level) plus the storage for its
-// deduplication state.
-type HTTPConfig struct {
-	ServerConfig confighttp.ServerConfig `mapstructure:",squash"`
-	// Storage is a storage extension keeping which rows were accepted, so a
-	// restart does not emit re-posted rows again. Unset: files::storage when
-	// that is set, else memory only.
-	Storage *component.ID `mapstructure:"storage"`
-
-	_ struct{}
-}
+// HTTPConfig is the HTTP source's section: a confighttp server (endpoint,
+// tls, auth, cors, max_request_body_size, … at the same level) plus the
+// storage for its deduplication state.
+type HTTPConfig = httpsource.Config
 
 // FileConfig is the file source.
 type FileConfig struct {
@@ -57,7 +50,6 @@ type FileConfig struct {
 
 // Defaults.
 const (
-	defaultEndpoint     = "localhost:4320"
 	defaultInclude      = "$DSH_HOME/sessions/**/session*.jsonl*"
 	defaultStartAt      = startAtBeginning
 	defaultPollInterval = 500 * time.Millisecond
@@ -69,8 +61,9 @@ const (
 
 var _ component.Config = (*Config)(nil)
 
-// Validate checks the configuration. confmap.Validate skips absent optional
-// sections, so presence and the sections' contents are checked here.
+// Validate checks the configuration as a whole: a source is present, and
+// the keys that bind both. Each present section's own keys are its
+// Validate's (the collector runs it).
 func (c *Config) Validate() error {
 	var errs []error
 	if !c.HTTP.HasValue() && !c.Files.HasValue() {
@@ -80,9 +73,6 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("max_line_bytes must be positive, got %d", c.MaxLineBytes))
 	}
 	if h := c.HTTP.Get(); h != nil {
-		if strings.TrimSpace(h.ServerConfig.NetAddr.Endpoint) == "" {
-			errs = append(errs, errors.New("http::endpoint must not be empty"))
-		}
 		if h.ServerConfig.MaxRequestBodySize > 0 && h.ServerConfig.MaxRequestBodySize < int64(c.MaxLineBytes) {
 			errs = append(errs, fmt.Errorf("http::max_request_body_size (%d) is below max_line_bytes (%d): a longest row could never be posted",
 				h.ServerConfig.MaxRequestBodySize, c.MaxLineBytes))
@@ -109,7 +99,8 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// httpStorage is the storage extension of the HTTP source's dedup state.
+// httpStorage is the storage extension of the HTTP source's dedup state:
+// http::storage, else files::storage.
 func (c *Config) httpStorage() *component.ID {
 	if h := c.HTTP.Get(); h != nil && h.Storage != nil {
 		return h.Storage

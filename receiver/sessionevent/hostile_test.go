@@ -368,7 +368,7 @@ func TestHostileConnections(t *testing.T) {
 	run := func(t *testing.T, misbehave func(c net.Conn)) (status int, body string, took time.Duration) {
 		sink := new(consumertest.LogsSink)
 		s := start(t, hostileConfig(), sink, nil)
-		c, err := net.Dial("tcp", s.r.http.addr.String())
+		c, err := net.Dial("tcp", s.r.http.Addr().String())
 		require.NoError(t, err)
 		t0 := time.Now()
 		var wg sync.WaitGroup

@@ -11,51 +11,52 @@ import (
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 
 	"github.com/dshtrace/dshtrace/internal/storageclient"
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/httpsource"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 )
 
 // sessionReceiver is the session_event receiver: a thin adapter that builds
-// the configured transports — the HTTP source (http.go) and the file source
-// (files.go) — and starts and stops them. Each transport has its own next
-// consumer handle, its own obsreport, its own self-telemetry handle and its
-// own storage client, and turns physical session-log rows into the log
-// records of docs/design.md §3 through logrecord.Tracker; they share nothing else.
+// the configured transports — the HTTP source (internal/httpsource) and the
+// file source (files.go) — and starts and stops them. Each transport has
+// its own next consumer handle, its own obsreport, its own self-telemetry
+// handle and its own storage client, and turns physical session-log rows
+// into the log records of docs/design.md §3 through logrecord.Tracker;
+// they share nothing else.
 type sessionReceiver struct {
-	http  *httpSource // nil: not configured
-	files *fileSource // nil: not configured
+	http  *httpsource.Source // nil: not configured
+	files *fileSource        // nil: not configured
 	tel   *metadata.Telemetry
 }
 
 func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*sessionReceiver, error) {
-	r := &sessionReceiver{}
+	tel, err := metadata.NewTelemetry(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	r := &sessionReceiver{tel: tel}
 	if hc := cfg.HTTP.Get(); hc != nil {
-		h, err := newHTTPSource(*hc, cfg.httpStorage(), cfg.MaxLineBytes, set, next)
+		obs, err := newObsReport(set, metadata.TransportHTTP)
 		if err != nil {
 			return nil, err
 		}
-		r.http = h
+		c := *hc
+		c.Storage = cfg.httpStorage()
+		r.http = httpsource.New(c, cfg.MaxLineBytes, set, next, obs, tel.ForTransport(metadata.TransportHTTP))
 	}
 	if fc := cfg.Files.Get(); fc != nil {
 		f, err := newFileSource(*fc, cfg.MaxLineBytes, set, next)
 		if err != nil {
 			return nil, err
 		}
+		f.tel = tel.ForTransport(metadata.TransportFile)
 		r.files = f
 	}
-	// The self-telemetry comes last: its gauges observe the transports.
-	tel, err := metadata.NewTelemetry(set.TelemetrySettings, metadata.Gauges{
+	// The gauges observe the transports, so they come last.
+	if err := tel.ObserveGauges(metadata.Gauges{
 		FilesTracked:  r.files.filesTracked,
-		DedupSessions: r.http.dedupSessions,
-	})
-	if err != nil {
+		DedupSessions: r.http.DedupSessions,
+	}); err != nil {
 		return nil, err
-	}
-	r.tel = tel
-	if r.http != nil {
-		r.http.tel = tel.ForTransport(metadata.TransportHTTP)
-	}
-	if r.files != nil {
-		r.files.tel = tel.ForTransport(metadata.TransportFile)
 	}
 	return r, nil
 }
@@ -64,7 +65,7 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*sessi
 // server and the file poller run in goroutines.
 func (r *sessionReceiver) Start(ctx context.Context, host component.Host) error {
 	if r.http != nil {
-		if err := r.http.start(ctx, host); err != nil {
+		if err := r.http.Start(ctx, host); err != nil {
 			return err
 		}
 	}
@@ -83,7 +84,7 @@ func (r *sessionReceiver) Start(ctx context.Context, host component.Host) error 
 func (r *sessionReceiver) Shutdown(ctx context.Context) error {
 	var errs []error
 	if r.http != nil {
-		errs = append(errs, r.http.shutdown(ctx))
+		errs = append(errs, r.http.Shutdown(ctx))
 	}
 	if r.files != nil {
 		errs = append(errs, r.files.shutdown(ctx))

@@ -1,4 +1,4 @@
-package sessionevent
+package httpsource
 
 import (
 	"context"
@@ -32,7 +32,7 @@ import (
 //
 // The sessions' stripe locks are held throughout, so two requests for one
 // session are ingested one after the other and each row is emitted once.
-func (h *httpSource) ingest(ctx context.Context, pb *parsedBody) (accepted, dups int, err error) {
+func (h *Source) ingest(ctx context.Context, pb *parsedBody) (accepted, dups int, err error) {
 	unlock := h.dedup.LockSessions(pb.ids())
 	defer unlock()
 	states := h.openSessions(ctx, pb)
@@ -83,7 +83,7 @@ type adoption struct {
 // tracker's position for each is the one stored with its state (for a
 // state loaded now from storage) or the tracker's own, and that sessions
 // evicted to make room have no tracker position left.
-func (h *httpSource) openSessions(ctx context.Context, pb *parsedBody) []*dedup.Session {
+func (h *Source) openSessions(ctx context.Context, pb *parsedBody) []*dedup.Session {
 	states := make([]*dedup.Session, 0, len(pb.sessions))
 	for _, s := range pb.sessions {
 		st, loaded, evicted := h.dedup.Session(ctx, s.id)
@@ -105,7 +105,7 @@ func (h *httpSource) openSessions(ctx context.Context, pb *parsedBody) []*dedup.
 // was accepted is recorded in the delivery's marks, applied by commit.
 // The tracker advances over the new rows; the positions it had before are
 // saved in the delivery for rollback.
-func (h *httpSource) build(pb *parsedBody, states []*dedup.Session) *delivery {
+func (h *Source) build(pb *parsedBody, states []*dedup.Session) *delivery {
 	d := &delivery{ld: plog.NewLogs(), states: states, saved: make(map[string]logrecord.Position, len(pb.sessions))}
 	now := h.now()
 	h.trackerMu.Lock()
@@ -118,7 +118,7 @@ func (h *httpSource) build(pb *parsedBody, states []*dedup.Session) *delivery {
 }
 
 // buildSession adds one session's new rows to d.
-func (h *httpSource) buildSession(d *delivery, s *parsedSession, st *dedup.Session, now time.Time) {
+func (h *Source) buildSession(d *delivery, s *parsedSession, st *dedup.Session, now time.Time) {
 	f := s.dec.Format()
 	k := st.Known(s.header != nil, f.Version)
 	if k.Adopt {
@@ -155,7 +155,7 @@ func (h *httpSource) buildSession(d *delivery, s *parsedSession, st *dedup.Sessi
 
 // deliver hands the records to the next consumer in one call, measured by
 // obsreport. A request with no new row delivers nothing and succeeds.
-func (h *httpSource) deliver(ctx context.Context, d *delivery) error {
+func (h *Source) deliver(ctx context.Context, d *delivery) error {
 	if d.accepted == 0 {
 		return nil
 	}
@@ -167,7 +167,7 @@ func (h *httpSource) deliver(ctx context.Context, d *delivery) error {
 
 // rollback undoes build after a refused delivery: the tracker goes back to
 // the saved positions. The dedup state was not changed.
-func (h *httpSource) rollback(d *delivery) {
+func (h *Source) rollback(d *delivery) {
 	h.trackerMu.Lock()
 	defer h.trackerMu.Unlock()
 	for id, p := range d.saved {
@@ -191,7 +191,7 @@ func refusal(err error) *reqError {
 // accepted, and the sessions' states (with their tracker positions) are
 // written to the storage extension. A failed write is logged, not
 // returned: the rows are delivered already.
-func (h *httpSource) commit(ctx context.Context, d *delivery) {
+func (h *Source) commit(ctx context.Context, d *delivery) {
 	var abandoned int64
 	for _, a := range d.adopted {
 		abandoned += a.st.Adopt(a.version)
@@ -217,13 +217,13 @@ func (h *httpSource) commit(ctx context.Context, d *delivery) {
 	}
 }
 
-func (h *httpSource) restorePosition(id string, p logrecord.Position) {
+func (h *Source) restorePosition(id string, p logrecord.Position) {
 	h.trackerMu.Lock()
 	defer h.trackerMu.Unlock()
 	h.tracker.Restore(id, p)
 }
 
-func (h *httpSource) savePosition(id string) logrecord.Position {
+func (h *Source) savePosition(id string) logrecord.Position {
 	h.trackerMu.Lock()
 	defer h.trackerMu.Unlock()
 	return h.tracker.Save(id)

@@ -1,4 +1,4 @@
-package sessionevent
+package httpsource
 
 import (
 	"context"
@@ -24,19 +24,10 @@ import (
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/sessiontable"
+	"github.com/dshtrace/dshtrace/internal/storageclient"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/httpsource/dedup"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 )
-
-// HTTP API (docs/design.md §3):
-//
-//	POST /v1/sessions/{session_id}/events   NDJSON rows of one session
-//	POST /v1/session-events                 self-describing wrapped lines
-//
-// 202 {"accepted":N,"duplicates":M}; 400 {"error","line","seq","code"} and
-// nothing of the request accepted; 413 body or row too large; 415 content
-// type; 503 + Retry-After when the pipeline refuses for now; 401 from the
-// auth extension (confighttp).
 
 const (
 	pathSession = "POST /v1/sessions/{session_id}/events"
@@ -78,12 +69,11 @@ func mediaTypeAccepted(ct string) bool {
 	return err == nil && acceptedMediaTypes[mt]
 }
 
-// httpSource is the HTTP transport: a confighttp server whose requests are
+// Source is the HTTP transport: a confighttp server whose requests are
 // judged whole (body.go), deduplicated against what was accepted before
-// (dedup.go), turned into records and delivered to next in one call each.
-type httpSource struct {
-	cfg     HTTPConfig
-	storage *component.ID // the dedup state's storage extension, nil: memory only
+// (dedup), turned into records and delivered to next in one call each.
+type Source struct {
+	cfg     Config
 	maxLine int
 	set     receiver.Settings
 	next    consumer.Logs
@@ -104,31 +94,34 @@ type httpSource struct {
 	wg      sync.WaitGroup
 }
 
-func newHTTPSource(cfg HTTPConfig, storageID *component.ID, maxLine int, set receiver.Settings, next consumer.Logs) (*httpSource, error) {
-	obs, err := newObsReport(set, metadata.TransportHTTP)
-	if err != nil {
-		return nil, err
-	}
-	return &httpSource{
-		cfg: cfg, storage: storageID, maxLine: maxLine, set: set, next: next, obs: obs, now: time.Now,
+// New returns the HTTP source of the receiver set describes: its section
+// of the configuration (its storage resolved), the longest row accepted,
+// the next consumer, and the obsreport and counters of its transport.
+func New(cfg Config, maxLine int, set receiver.Settings, next consumer.Logs, obs *receiverhelper.ObsReport, tel *metadata.TransportTelemetry) *Source {
+	return &Source{
+		cfg: cfg, maxLine: maxLine, set: set, next: next, obs: obs, tel: tel, now: time.Now,
 		dedup:   dedup.NewStore(sessiontable.DefaultMaxSessions, set.Logger),
 		tracker: logrecord.NewTracker(sessiontable.DefaultMaxSessions),
-	}, nil
+	}
 }
 
-// dedupSessions is the dedup_sessions gauge (0 without an HTTP source).
-func (h *httpSource) dedupSessions() int64 {
+// DedupSessions is the dedup_sessions gauge: the sessions whose accepted
+// seqs are remembered (0 without an HTTP source).
+func (h *Source) DedupSessions() int64 {
 	if h == nil {
 		return 0
 	}
 	return h.dedup.Len()
 }
 
-// start loads the dedup state from the storage extension, if one is
-// configured, and starts serving.
-func (h *httpSource) start(ctx context.Context, host component.Host) error {
-	if h.storage != nil {
-		c, err := openStorage(ctx, host, h.storage, h.set.ID, "http")
+// Addr is the address served on, once started.
+func (h *Source) Addr() net.Addr { return h.addr }
+
+// Start loads the dedup state from the storage extension, if one is
+// configured, and starts serving. It does not block.
+func (h *Source) Start(ctx context.Context, host component.Host) error {
+	if h.cfg.Storage != nil {
+		c, err := storageclient.Open(ctx, host, *h.cfg.Storage, component.KindReceiver, h.set.ID, "http", metadata.Type.String())
 		if err != nil {
 			return err
 		}
@@ -161,10 +154,10 @@ func (h *httpSource) start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
-// shutdown stops the server, letting requests in flight finish (each
+// Shutdown stops the server, letting requests in flight finish (each
 // either delivers and commits, or rolls back), then closes the storage
-// client. It is safe without start.
-func (h *httpSource) shutdown(ctx context.Context) error {
+// client. It is safe without Start.
+func (h *Source) Shutdown(ctx context.Context) error {
 	var errs []error
 	if h.srv != nil {
 		if err := h.srv.Shutdown(ctx); err != nil {
@@ -181,7 +174,7 @@ func (h *httpSource) shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (h *httpSource) handleSession(w http.ResponseWriter, req *http.Request) {
+func (h *Source) handleSession(w http.ResponseWriter, req *http.Request) {
 	id := req.PathValue("session_id")
 	if id == "" || len(id) > maxSessionIDBytes || !utf8.ValidString(id) || strings.ContainsFunc(id, isControl) {
 		h.refuse(w, req.Context(), &reqError{status: http.StatusBadRequest, seq: -1, reason: "bad_session_id",
@@ -191,7 +184,7 @@ func (h *httpSource) handleSession(w http.ResponseWriter, req *http.Request) {
 	h.handle(w, req, parseOptions{endpoint: endpointSession, session: id})
 }
 
-func (h *httpSource) handleLines(w http.ResponseWriter, req *http.Request) {
+func (h *Source) handleLines(w http.ResponseWriter, req *http.Request) {
 	h.handle(w, req, parseOptions{endpoint: endpointLines})
 }
 
@@ -199,7 +192,7 @@ func isControl(c rune) bool { return c < 0x20 || c == 0x7f }
 
 // handle answers one request: its Content-Type, then its body parsed and
 // judged whole (parseBody), then ingested.
-func (h *httpSource) handle(w http.ResponseWriter, req *http.Request, o parseOptions) {
+func (h *Source) handle(w http.ResponseWriter, req *http.Request, o parseOptions) {
 	ctx := req.Context()
 	if ct := req.Header.Get("Content-Type"); !mediaTypeAccepted(ct) {
 		h.refuse(w, ctx, &reqError{status: http.StatusUnsupportedMediaType, seq: -1, reason: "content_type",
@@ -233,7 +226,7 @@ func (h *httpSource) handle(w http.ResponseWriter, req *http.Request, o parseOpt
 
 // refuse answers a refused request and counts its rows as rejected (the
 // rows read up to the refusal, at least one per request).
-func (h *httpSource) refuse(w http.ResponseWriter, ctx context.Context, e *reqError, rows int) {
+func (h *Source) refuse(w http.ResponseWriter, ctx context.Context, e *reqError, rows int) {
 	if rows > 0 {
 		h.tel.RowsRejected(ctx, int64(rows), e.reason)
 	}

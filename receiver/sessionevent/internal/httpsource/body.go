@@ -1,4 +1,4 @@
-package sessionevent
+package httpsource
 
 import (
 	"bufio"
@@ -148,6 +148,9 @@ func parseBody(body io.Reader, o parseOptions) (*parsedBody, *reqError) {
 	session := func(id string) *parsedSession {
 		s := pb.byID[id]
 		if s == nil {
+			// The id is kept (dedup state, record tracker) long after the
+			// request: a string of its own, not a view into a line.
+			id = strings.Clone(id)
 			s = &parsedSession{id: id, dec: sessionlog.NewRowDecoder(o.maxLine, 0)}
 			s.dec.SetArena(pb.arena)
 			if o.version != nil {
