@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
 
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/filesource"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/httpsource"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 )
@@ -20,12 +21,8 @@ func NewFactory() receiver.Factory {
 
 func createDefaultConfig() component.Config {
 	return &Config{
-		HTTP: configoptional.Default(httpsource.NewDefaultConfig()),
-		Files: configoptional.Default(FileConfig{
-			Include:      []string{defaultInclude},
-			StartAt:      defaultStartAt,
-			PollInterval: defaultPollInterval,
-		}),
+		HTTP:         configoptional.Default(httpsource.NewDefaultConfig()),
+		Files:        configoptional.Default(filesource.NewDefaultConfig()),
 		MaxLineBytes: defaultMaxLineBytes,
 	}
 }

@@ -6,25 +6,24 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
-	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 
-	"github.com/dshtrace/dshtrace/internal/storageclient"
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/filesource"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/httpsource"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 )
 
 // sessionReceiver is the session_event receiver: a thin adapter that builds
 // the configured transports — the HTTP source (internal/httpsource) and the
-// file source (files.go) — and starts and stops them. Each transport has
-// its own next consumer handle, its own obsreport, its own self-telemetry
-// handle and its own storage client, and turns physical session-log rows
-// into the log records of docs/design.md §3 through logrecord.Tracker;
-// they share nothing else.
+// file source (internal/filesource) — and starts and stops them. Each
+// transport has its own next consumer handle, its own obsreport, its own
+// self-telemetry handle and its own storage client, and turns physical
+// session-log rows into the log records of docs/design.md §3 through
+// logrecord.Tracker; they share nothing else.
 type sessionReceiver struct {
 	http  *httpsource.Source // nil: not configured
-	files *fileSource        // nil: not configured
+	files *filesource.Source // nil: not configured
 	tel   *metadata.Telemetry
 }
 
@@ -44,16 +43,15 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*sessi
 		r.http = httpsource.New(c, cfg.MaxLineBytes, set, next, obs, tel.ForTransport(metadata.TransportHTTP))
 	}
 	if fc := cfg.Files.Get(); fc != nil {
-		f, err := newFileSource(*fc, cfg.MaxLineBytes, set, next)
+		obs, err := newObsReport(set, metadata.TransportFile)
 		if err != nil {
 			return nil, err
 		}
-		f.tel = tel.ForTransport(metadata.TransportFile)
-		r.files = f
+		r.files = filesource.New(*fc, cfg.MaxLineBytes, set, next, obs, tel.ForTransport(metadata.TransportFile))
 	}
 	// The gauges observe the transports, so they come last.
 	if err := tel.ObserveGauges(metadata.Gauges{
-		FilesTracked:  r.files.filesTracked,
+		FilesTracked:  r.files.FilesTracked,
 		DedupSessions: r.http.DedupSessions,
 	}); err != nil {
 		return nil, err
@@ -70,7 +68,7 @@ func (r *sessionReceiver) Start(ctx context.Context, host component.Host) error 
 		}
 	}
 	if r.files != nil {
-		if err := r.files.start(ctx, host); err != nil {
+		if err := r.files.Start(ctx, host); err != nil {
 			return err
 		}
 	}
@@ -87,7 +85,7 @@ func (r *sessionReceiver) Shutdown(ctx context.Context) error {
 		errs = append(errs, r.http.Shutdown(ctx))
 	}
 	if r.files != nil {
-		errs = append(errs, r.files.shutdown(ctx))
+		errs = append(errs, r.files.Shutdown(ctx))
 	}
 	errs = append(errs, r.tel.Shutdown())
 	return errors.Join(errs...)
@@ -102,13 +100,4 @@ func newObsReport(set receiver.Settings, transport string) (*receiverhelper.ObsR
 		LongLivedCtx:           transport == metadata.TransportFile,
 		ReceiverCreateSettings: set,
 	})
-}
-
-// openStorage opens the client name of a transport on storage extension
-// id; with no id, a nop client that keeps nothing.
-func openStorage(ctx context.Context, host component.Host, id *component.ID, self component.ID, name string) (storage.Client, error) {
-	if id == nil {
-		return storage.NewNopClient(), nil
-	}
-	return storageclient.Open(ctx, host, *id, component.KindReceiver, self, name, "session_event")
 }

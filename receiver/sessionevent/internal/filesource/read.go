@@ -1,12 +1,10 @@
-package sessionevent
+package filesource
 
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
-	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -18,6 +16,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/filesource/checkpoint"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 	"github.com/dshtrace/dshtrace/sessionlog"
 	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
@@ -28,9 +27,68 @@ import (
 // against the file's pending checkpoint and batched, and each batch is
 // delivered before its checkpoint is committed (flush).
 
+const (
+	// batchRows and batchBytes bound one delivery.
+	batchRows  = 1000
+	batchBytes = 4 << 20
+	// idleEvict drops the in-memory reader of a file that did not grow for
+	// so long; it is rebuilt by re-reading when the file grows again.
+	idleEvict = 10 * time.Minute
+	// maxBackoff bounds the wait after a refused delivery.
+	maxBackoff = 30 * time.Second
+)
+
+// tailedFile is one file being tailed.
+type tailedFile struct {
+	path string
+	zstd bool
+	// cp is the committed checkpoint.
+	cp   checkpoint.Checkpoint
+	live *liveState
+	// seenSize is the size at the last read.
+	seenSize   int64
+	lastGrowth time.Time
+	retryAt    time.Time
+	backoff    time.Duration
+	// dead: the file needs a newer reader (unsupported version); it is
+	// read again only once rewritten.
+	dead bool
+	// garbageAt is the offset of the undecodable bytes last reported.
+	garbageAt int64
+}
+
+// liveState is the in-memory reader of a file: the decoder's and the
+// tracker's state at pos, and the checkpoint the next delivery commits.
+type liveState struct {
+	dec *sessionlog.RowDecoder
+	// arena holds the rows being handled while a read of the file is under
+	// way (borrowed from fileArenas for it): a row is done with once it is
+	// handled (handleRow), so the arena is reset every arenaRows rows (one
+	// reset per row cost more than the clearing it does) and when the read
+	// ends. arenaRows counts the rows in it.
+	arena     *sessionlog.Arena
+	arenaRows int
+	tracker   *logrecord.Tracker
+	line      int
+	pos       int64
+	// replayUntil: rows ending at or before it were delivered before; they
+	// only feed the decoder and the tracker.
+	replayUntil int64
+	skipping    bool
+	carry       []byte
+	carryFrom   int64
+	pending     checkpoint.Checkpoint
+	// scratch receives the records of rows only followed, never sent.
+	scratch plog.LogRecordSlice
+	// owned holds the wrapped rows' session ids as strings of their own,
+	// lastOwned the one met last (own).
+	owned     map[string]string
+	lastOwned string
+}
+
 // read reads what a file gained since the last poll and delivers it. An
 // unchanged file costs one stat.
-func (t *fileSource) read(ctx context.Context, tf *tailedFile) {
+func (t *Source) read(ctx context.Context, tf *tailedFile) {
 	now := time.Now()
 	if now.Before(tf.retryAt) {
 		return
@@ -39,7 +97,7 @@ func (t *fileSource) read(ctx context.Context, tf *tailedFile) {
 	if err != nil {
 		return // gone or unreadable: dropped or retried by the next poll
 	}
-	size, id := fi.Size(), fileID(fi)
+	size, id := fi.Size(), checkpoint.FileID(fi)
 	if tf.cp.ID != "" && id != "" && id != tf.cp.ID || size < tf.cp.Offset || tf.live != nil && size < tf.live.pos {
 		t.restart(tf, size)
 	}
@@ -59,12 +117,8 @@ func (t *fileSource) read(ctx context.Context, tf *tailedFile) {
 		return
 	}
 	defer f.Close()
-	if n := int64(len(tf.cp.Tail)); n > 0 && tf.cp.Offset >= n {
-		// Other bytes before the checkpoint: rewritten in place.
-		got := make([]byte, n)
-		if _, err := f.ReadAt(got, tf.cp.Offset-n); err != nil || !bytes.Equal(got, tf.cp.Tail) {
-			t.restart(tf, size)
-		}
+	if tf.cp.Rewritten(f) {
+		t.restart(tf, size)
 	}
 	tf.seenSize, tf.lastGrowth = size, now
 	if tf.live == nil {
@@ -76,7 +130,7 @@ func (t *fileSource) read(ctx context.Context, tf *tailedFile) {
 			dec:         dec,
 			tracker:     logrecord.NewTracker(16),
 			replayUntil: tf.cp.Offset,
-			pending:     tf.cp.clone(),
+			pending:     tf.cp.Clone(),
 			scratch:     plog.NewLogRecordSlice(),
 		}
 	}
@@ -113,7 +167,7 @@ func (t *fileSource) read(ctx context.Context, tf *tailedFile) {
 // — shorter than what was read, another inode, other bytes before the
 // offset — be read again from its start; rows up to the highest seq
 // already emitted are dropped as duplicates.
-func (t *fileSource) restart(tf *tailedFile, size int64) {
+func (t *Source) restart(tf *tailedFile, size int64) {
 	t.logger.Info("Session file was truncated or rewritten; reading it again from the start (rows already delivered are dropped by seq)",
 		zap.String("file", tf.path), zap.Int64("size", size), zap.Int64("offset", tf.cp.Offset))
 	tf.cp.Offset, tf.cp.Tail = 0, nil
@@ -137,7 +191,7 @@ type fileBatch struct {
 	hasLast bool
 }
 
-func (t *fileSource) newFileBatch() *fileBatch {
+func (t *Source) newFileBatch() *fileBatch {
 	return &fileBatch{ld: plog.NewLogs(), lrs: map[string]plog.LogRecordSlice{}, observed: t.now()}
 }
 
@@ -178,7 +232,7 @@ const plainChunk = 256 << 10
 // read (the start of a line it cuts off is copied into the next one), so
 // the rows own their bytes as sessionlog.Row says, and a chunk lives as
 // long as a row of it.
-func (t *fileSource) readPlain(ctx context.Context, tf *tailedFile, f *os.File, size int64) error {
+func (t *Source) readPlain(ctx context.Context, tf *tailedFile, f *os.File, size int64) error {
 	live := tf.live
 	readTo := live.pos // buf ends at this offset of the file
 	batch := t.newFileBatch()
@@ -254,7 +308,7 @@ func (t *fileSource) readPlain(ctx context.Context, tf *tailedFile, f *os.File, 
 // readZstd decodes complete frames from live.pos to size; an incomplete
 // last frame waits. Batches are flushed only at frame boundaries no row
 // continues past.
-func (t *fileSource) readZstd(ctx context.Context, tf *tailedFile, f *os.File, size int64) error {
+func (t *Source) readZstd(ctx context.Context, tf *tailedFile, f *os.File, size int64) error {
 	live := tf.live
 	batch := t.newFileBatch()
 	for live.pos < size && ctx.Err() == nil {
@@ -302,7 +356,7 @@ func (t *fileSource) readZstd(ctx context.Context, tf *tailedFile, f *os.File, s
 // frame starts there): they are reported once per offset (not while
 // replaying), and live.pos moves to the next frame magic. It returns false,
 // leaving live.pos, when no magic follows yet.
-func (t *fileSource) skipGarbage(ctx context.Context, tf *tailedFile, f *os.File, size int64, cause error) bool {
+func (t *Source) skipGarbage(ctx context.Context, tf *tailedFile, f *os.File, size int64, cause error) bool {
 	live := tf.live
 	next, found := sessionroot.NextFrame(f, live.pos+1, size)
 	if tf.garbageAt != live.pos {
@@ -323,7 +377,7 @@ func (t *fileSource) skipGarbage(ctx context.Context, tf *tailedFile, f *os.File
 // (live.carry); a row longer than max_line_bytes is counted once and
 // skipped up to its newline, however many frames it spans. stop is
 // handleRow's: the file cannot be read on.
-func (t *fileSource) frameRows(ctx context.Context, tf *tailedFile, data []byte, replay bool, batch *fileBatch) (stop bool) {
+func (t *Source) frameRows(ctx context.Context, tf *tailedFile, data []byte, replay bool, batch *fileBatch) (stop bool) {
 	live := tf.live
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
@@ -376,7 +430,7 @@ func boundary(live *liveState) int64 {
 // handleRow decodes one row and adds its record to the batch, unless it
 // was delivered before (replay, or a seq already emitted) or is corrupt.
 // stop is true when the file cannot be read on (unsupported version).
-func (t *fileSource) handleRow(ctx context.Context, tf *tailedFile, b []byte, replay bool, batch *fileBatch) (stop bool) {
+func (t *Source) handleRow(ctx context.Context, tf *tailedFile, b []byte, replay bool, batch *fileBatch) (stop bool) {
 	live := tf.live
 	if len(bytes.TrimSpace(b)) == 0 {
 		return false
@@ -419,7 +473,7 @@ func (t *fileSource) handleRow(ctx context.Context, tf *tailedFile, b []byte, re
 // handleHeader emits the file's header row once: a misplaced header is
 // rejected, a header emitted before (or replayed) only moves the tracker.
 // The first header names the session of the file's bare rows.
-func (t *fileSource) handleHeader(ctx context.Context, tf *tailedFile, row *sessionlog.Row, replay bool, batch *fileBatch) {
+func (t *Source) handleHeader(ctx context.Context, tf *tailedFile, row *sessionlog.Row, replay bool, batch *fileBatch) {
 	live, p := tf.live, &tf.live.pending
 	for _, v := range row.Problems {
 		if v.Code == sessionlog.CodeHeaderMisplaced {
@@ -451,7 +505,7 @@ func (t *fileSource) handleHeader(ctx context.Context, tf *tailedFile, row *sess
 // seq emitted for its session; an older one (or a replayed one) only moves
 // the tracker and counts as a duplicate. Either way the pending
 // checkpoint's high-water mark covers it.
-func (t *fileSource) handleEvent(tf *tailedFile, row *sessionlog.Row, replay bool, batch *fileBatch) {
+func (t *Source) handleEvent(tf *tailedFile, row *sessionlog.Row, replay bool, batch *fileBatch) {
 	live, p := tf.live, &tf.live.pending
 	f := live.dec.Format()
 	var session string
@@ -463,15 +517,7 @@ func (t *fileSource) handleEvent(tf *tailedFile, row *sessionlog.Row, replay boo
 	} else {
 		session = live.own(row.SessionID)
 	}
-	first, last := row.FirstSeq(), row.LastSeq()
-	hwm, seen := p.HWM[session]
-	if !seen || last > hwm {
-		if p.HWM == nil {
-			p.HWM = map[string]int64{}
-		}
-		p.HWM[session] = last
-	}
-	if replay || seen && first <= hwm {
+	if emitted := p.Cover(session, row.FirstSeq(), row.LastSeq()); replay || emitted {
 		live.follow(session, row, f)
 		if !replay {
 			batch.dups++
@@ -513,7 +559,7 @@ func (l *liveState) follow(session string, row *sessionlog.Row, f sessionlog.For
 	l.tracker.Append(l.scratch, session, row, f, time.Time{})
 }
 
-func (t *fileSource) emit(tf *tailedFile, row *sessionlog.Row, session string, f sessionlog.Format, batch *fileBatch) {
+func (t *Source) emit(tf *tailedFile, row *sessionlog.Row, session string, f sessionlog.Format, batch *fileBatch) {
 	tf.live.tracker.Append(batch.records(session), session, row, f, batch.observed)
 	batch.n++
 	batch.bytes += len(row.Bytes)
@@ -525,7 +571,7 @@ func (t *fileSource) emit(tf *tailedFile, row *sessionlog.Row, session string, f
 }
 
 // reject logs and counts a row the file source skips.
-func (t *fileSource) reject(ctx context.Context, tf *tailedFile, line int, seq int64, code, msg string) {
+func (t *Source) reject(ctx context.Context, tf *tailedFile, line int, seq int64, code, msg string) {
 	t.logger.Warn("Skipping a corrupt session row", zap.String("file", tf.path), zap.Int("line", line),
 		zap.Int64("seq", seq), zap.String("code", code), zap.String("message", msg))
 	t.tel.RowsRejected(ctx, 1, strings.ToLower(code))
@@ -535,7 +581,7 @@ func (t *fileSource) reject(ctx context.Context, tf *tailedFile, line int, seq i
 // checkpoint at offset. A retryable refusal commits nothing and returns
 // errRefused; a permanent one is logged and counted, and the rows are
 // passed over (retrying could never succeed).
-func (t *fileSource) flush(ctx context.Context, tf *tailedFile, f *os.File, batch *fileBatch, offset int64) error {
+func (t *Source) flush(ctx context.Context, tf *tailedFile, f *os.File, batch *fileBatch, offset int64) error {
 	live := tf.live
 	if batch.n > 0 {
 		opCtx := t.obs.StartLogsOp(ctx)
@@ -556,34 +602,17 @@ func (t *fileSource) flush(ctx context.Context, tf *tailedFile, f *os.File, batc
 		t.tel.RowsDuplicate(ctx, int64(batch.dups))
 		batch.dups = 0
 	}
-	if offset <= tf.cp.Offset && batch.n == 0 && sameCheckpoint(tf.cp, live.pending) {
+	if offset <= tf.cp.Offset && batch.n == 0 && checkpoint.SameProgress(tf.cp, live.pending) {
 		return nil
 	}
-	cp := live.pending.clone()
+	cp := live.pending.Clone()
 	cp.Offset = max(offset, tf.cp.Offset)
 	cp.ID = tf.cp.ID
-	cp.Tail = nil
-	if k := min(int64(tailBytes), cp.Offset); k > 0 {
-		tail := make([]byte, k)
-		if _, err := f.ReadAt(tail, cp.Offset-k); err == nil {
-			cp.Tail = tail
-		}
-	}
+	cp.KeepTail(f)
 	t.tel.BytesRead(ctx, cp.Offset-tf.cp.Offset)
 	tf.cp = cp
-	if !t.persist {
-		return nil
-	}
-	b, err := json.Marshal(cp)
-	if err == nil {
-		err = t.client.Set(ctx, checkpointPrefix+tf.path, b)
-	}
-	if err != nil {
+	if err := t.checkpoints.Save(ctx, tf.path, cp); err != nil {
 		t.logger.Warn("Could not store a checkpoint; a restart may deliver these rows again", zap.String("file", tf.path), zap.Error(err))
 	}
 	return nil
-}
-
-func sameCheckpoint(a, b checkpoint) bool {
-	return a.Session == b.Session && a.Header == b.Header && maps.Equal(a.HWM, b.HWM)
 }
