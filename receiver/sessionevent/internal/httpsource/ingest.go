@@ -2,10 +2,8 @@ package httpsource
 
 import (
 	"context"
-	"net/http"
 	"time"
 
-	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
@@ -173,17 +171,6 @@ func (h *Source) rollback(d *delivery) {
 	for id, p := range d.saved {
 		h.tracker.Restore(id, p)
 	}
-}
-
-// refusal is what the client is told of a refused delivery: 400 when the
-// pipeline refused permanently, else 503 (retry the same request).
-func refusal(err error) *reqError {
-	if consumererror.IsPermanent(err) {
-		return &reqError{status: http.StatusBadRequest, seq: -1, reason: "downstream_permanent",
-			msg: "the pipeline refused the rows permanently: " + err.Error()}
-	}
-	return &reqError{status: http.StatusServiceUnavailable, seq: -1, reason: "downstream_retryable",
-		msg: "the pipeline cannot take the rows now, retry later: " + err.Error()}
 }
 
 // commit remembers a delivered request: adopted unknown-version rows move
