@@ -3,9 +3,7 @@ package httpsource
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"os"
 	"strings"
 
 	"go.opentelemetry.io/collector/consumer/consumererror"
@@ -45,29 +43,6 @@ func versionError(err error, line int) *reqError {
 			code: "UNSUPPORTED_VERSION", reason: "unsupported_version"}
 	}
 	return &reqError{status: http.StatusBadRequest, msg: fmt.Sprintf("line %d: %v", line, err), line: line, seq: -1, reason: "invalid"}
-}
-
-// readError maps a failure to read the body to its status.
-func readError(err error, line, maxLine int) *reqError {
-	var mbe *http.MaxBytesError
-	switch {
-	case errors.As(err, &mbe) || errors.Is(err, errBodyTooLarge):
-		return &reqError{status: http.StatusRequestEntityTooLarge, msg: "request body too large: " + err.Error(), seq: -1, reason: "body_too_large"}
-	case errors.Is(err, errLineTooLong):
-		return &reqError{status: http.StatusRequestEntityTooLarge, line: line, seq: -1, code: sessionlog.CodeRowTooLong, reason: "row_too_long",
-			msg: fmt.Sprintf("line %d: %s: the row exceeds max_line_bytes (%d)", line, sessionlog.CodeRowTooLong, maxLine)}
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		// The server's read_timeout cut a slow body off: nothing wrong with
-		// the rows read so far, the client may send the request again.
-		return &reqError{status: http.StatusRequestTimeout, seq: -1, reason: "unreadable_body",
-			msg: fmt.Sprintf("the request body did not arrive within the server's read_timeout (cut at line %d)", line)}
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return &reqError{status: http.StatusBadRequest, line: line, seq: -1, reason: "decompression",
-			msg: fmt.Sprintf("line %d: the compressed body ends inside a frame (truncated upload?)", line)}
-	default:
-		return &reqError{status: http.StatusBadRequest, line: line, seq: -1, reason: "unreadable_body",
-			msg: fmt.Sprintf("line %d: unreadable body: %v", line, err)}
-	}
 }
 
 // refusal is what the client is told of a refused delivery: 400 when the
