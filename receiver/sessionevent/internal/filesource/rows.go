@@ -14,6 +14,10 @@ import (
 	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
+// arenaRows is how many rows a read decodes into its arena before
+// resetting it (handleRow).
+const arenaRows = 64
+
 // handleRow decodes one row and adds its record to the batch, unless it
 // was delivered before (replay, or a seq already emitted) or is corrupt.
 // stop is true when the file cannot be read on (unsupported version).

@@ -25,58 +25,7 @@ const (
 	idleEvict = 10 * time.Minute
 	// maxBackoff bounds the wait after a refused delivery.
 	maxBackoff = 30 * time.Second
-	// arenaRows is how many rows a read decodes into its arena before
-	// resetting it.
-	arenaRows = 64
 )
-
-// tailedFile is one file being tailed.
-type tailedFile struct {
-	path string
-	zstd bool
-	// cp is the committed checkpoint.
-	cp   checkpoint.Checkpoint
-	live *liveState
-	// seenSize is the size at the last read.
-	seenSize   int64
-	lastGrowth time.Time
-	retryAt    time.Time
-	backoff    time.Duration
-	// dead: the file needs a newer reader (unsupported version); it is
-	// read again only once rewritten.
-	dead bool
-	// garbageAt is the offset of the undecodable bytes last reported.
-	garbageAt int64
-}
-
-// liveState is the in-memory reader of a file: the decoder's and the
-// tracker's state at pos, and the checkpoint the next delivery commits.
-type liveState struct {
-	dec *sessionlog.RowDecoder
-	// arena holds the rows being handled while a read of the file is under
-	// way (borrowed from fileArenas for it): a row is done with once it is
-	// handled (handleRow), so the arena is reset every arenaRows rows (one
-	// reset per row cost more than the clearing it does) and when the read
-	// ends. arenaRows counts the rows in it.
-	arena     *sessionlog.Arena
-	arenaRows int
-	tracker   *logrecord.Tracker
-	line      int
-	pos       int64
-	// replayUntil: rows ending at or before it were delivered before; they
-	// only feed the decoder and the tracker.
-	replayUntil int64
-	skipping    bool
-	carry       []byte
-	carryFrom   int64
-	pending     checkpoint.Checkpoint
-	// scratch receives the records of rows only followed, never sent.
-	scratch plog.LogRecordSlice
-	// owned holds the wrapped rows' session ids as strings of their own,
-	// lastOwned the one met last (own).
-	owned     map[string]string
-	lastOwned string
-}
 
 // fileArenas are the arenas the reads of files borrow (readGrowth): one
 // per read under way, not one per file.
