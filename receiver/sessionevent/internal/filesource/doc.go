@@ -12,7 +12,7 @@
 // highest seq emitted — is written through the storage extension only after
 // the next consumer accepted the rows before it (package checkpoint).
 //
-// A row goes one way: the file's bytes (read.go, plain.go, zstd.go) are
+// A row goes one way: the file's bytes (tail.go, plain.go, zstd.go) are
 // decoded (sessionlog), placed and turned into a log record (rows.go,
 // internal/logrecord), batched and delivered (batch.go).
 //

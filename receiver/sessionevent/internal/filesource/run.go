@@ -18,6 +18,9 @@ import (
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 )
 
+// maxFrameOutput bounds a zstd frame's decompressed size.
+const maxFrameOutput = 1 << 30
+
 // New returns the file source of the receiver set describes: its section
 // of the configuration, the longest row accepted, the next consumer, and
 // the obsreport and counters of its transport.

@@ -19,9 +19,6 @@ import (
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
-// maxFrameOutput bounds a zstd frame's decompressed size.
-const maxFrameOutput = 1 << 30
-
 // Source is the file transport: a poller tailing the session files the
 // include patterns match, each file read, delivered to next and
 // checkpointed on its own.
