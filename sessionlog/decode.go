@@ -283,20 +283,13 @@ func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 		return r, err
 	}
 	if lossless != nil && r.Kind != RowInvalid {
-		r.problem(r.firstSeq(), lossless.code, fmt.Sprintf("%s (byte %d)", lossless.msg, lossless.offset))
+		r.problem(r.FirstSeq(), lossless.code, fmt.Sprintf("%s (byte %d)", lossless.msg, lossless.offset))
 	}
 	return r, nil
 }
 
 func (r *Row) problem(seq int64, code, msg string) {
 	r.Problems = append(r.Problems, Violation{Line: r.Line, Seq: seq, Code: code, Message: msg})
-}
-
-func (r *Row) firstSeq() int64 {
-	if len(r.Events) > 0 {
-		return r.Events[0].Seq
-	}
-	return -1
 }
 
 func firstInvalidUTF8(b []byte) int {

@@ -71,6 +71,23 @@ type Row struct {
 	Problems []Violation
 }
 
+// FirstSeq is the seq of the row's first event, -1 for a row without one
+// (a header, a status line).
+func (r *Row) FirstSeq() int64 {
+	if len(r.Events) > 0 {
+		return r.Events[0].Seq
+	}
+	return -1
+}
+
+// LastSeq is the seq of the row's last event, -1 for a row without one.
+func (r *Row) LastSeq() int64 {
+	if n := len(r.Events); n > 0 {
+		return r.Events[n-1].Seq
+	}
+	return -1
+}
+
 // Header is the session header line (docs/format.md §3).
 type Header struct {
 	Version         int

@@ -29,3 +29,12 @@ func Open(ctx context.Context, host component.Host, id component.ID, kind compon
 	}
 	return c, nil
 }
+
+// OpenOptional is Open for a setting that may name no extension: with a
+// nil id the client is a nop one, which keeps nothing.
+func OpenOptional(ctx context.Context, host component.Host, id *component.ID, kind component.Kind, self component.ID, name, owner string) (storage.Client, error) {
+	if id == nil {
+		return storage.NewNopClient(), nil
+	}
+	return Open(ctx, host, *id, kind, self, name, owner)
+}

@@ -77,16 +77,20 @@ func TestConfigLoad(t *testing.T) {
 	})
 }
 
+// TestConfigValidateFields: each key's rule, as the collector checks a
+// configuration (confmap.Validate: the receiver's Validate, then each
+// present section's).
 func TestConfigValidateFields(t *testing.T) {
 	cfg := httpOnlyConfig()
 	cfg.MaxLineBytes = 0
-	assert.ErrorContains(t, cfg.Validate(), "max_line_bytes")
+	assert.ErrorContains(t, confmap.Validate(cfg), "max_line_bytes")
 	cfg = httpOnlyConfig()
 	cfg.HTTP.Get().ServerConfig.NetAddr.Endpoint = " "
-	assert.ErrorContains(t, cfg.Validate(), "endpoint")
+	assert.ErrorContains(t, confmap.Validate(cfg), "http: endpoint must not be empty")
 	cfg = filesOnlyConfig("x", nil)
 	cfg.Files.Get().Include = nil
-	assert.ErrorContains(t, cfg.Validate(), "include")
+	assert.ErrorContains(t, confmap.Validate(cfg), "include")
 	cfg.Files.Get().Include = []string{""}
-	assert.ErrorContains(t, cfg.Validate(), "empty pattern")
+	assert.ErrorContains(t, confmap.Validate(cfg), "empty pattern")
+	require.NoError(t, confmap.Validate(httpOnlyConfig()))
 }

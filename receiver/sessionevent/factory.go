@@ -4,11 +4,12 @@ import (
 	"context"
 
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
 
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/filesource"
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/httpsource"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 )
 
@@ -19,15 +20,9 @@ func NewFactory() receiver.Factory {
 }
 
 func createDefaultConfig() component.Config {
-	srv := confighttp.NewDefaultServerConfig()
-	srv.NetAddr.Endpoint = defaultEndpoint
 	return &Config{
-		HTTP: configoptional.Default(HTTPConfig{ServerConfig: srv}),
-		Files: configoptional.Default(FileConfig{
-			Include:      []string{defaultInclude},
-			StartAt:      defaultStartAt,
-			PollInterval: defaultPollInterval,
-		}),
+		HTTP:         configoptional.Default(httpsource.NewDefaultConfig()),
+		Files:        configoptional.Default(filesource.NewDefaultConfig()),
 		MaxLineBytes: defaultMaxLineBytes,
 	}
 }

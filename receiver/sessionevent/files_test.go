@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/storagetest"
 	"github.com/stretchr/testify/assert"
@@ -24,6 +23,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/filesource"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
@@ -234,10 +234,10 @@ func TestFilesStartAtEnd(t *testing.T) {
 	zrows := v4Rows("z", 0, 3)
 	writeFile(t, zpath, zstdFile(t, lines(zrows), 1))
 	cfg := filesOnlyConfig(pattern(root), nil)
-	cfg.Files.Get().StartAt = startAtEnd
+	cfg.Files.Get().StartAt = filesource.StartAtEnd
 	sink := new(consumertest.LogsSink)
 	s := start(t, cfg, sink, nil)
-	require.Eventually(t, func() bool { return s.r.files.tracked.Load() == 2 }, 5e9, 5e6)
+	require.Eventually(t, func() bool { return s.r.files.FilesTracked() == 2 }, 5e9, 5e6)
 	appendFile(t, path, lines(rows[4:]))
 	appendFile(t, zpath, zstdFile(t, lines(v4Rows("z", 3, 4)), 1)[0:])
 	fresh := lines(v4Rows("f", 0, 2))
@@ -394,102 +394,4 @@ func TestFilesRestart(t *testing.T) {
 			assert.Equal(t, all, append(bodies(c.sink.AllLogs()), bodies(sink.AllLogs())...))
 		})
 	}
-}
-
-// TestFilesLongRows: plain files are read a chunk (plainChunk) at a time
-// and rows are views into their chunk. Rows cut by a chunk's end, rows
-// longer than a chunk, a row over max_line_bytes (skipped) and the same
-// torn over two polls all come out byte for byte, each once, in order.
-func TestFilesLongRows(t *testing.T) {
-	row := func(seq, n int) string {
-		return `{"type":"todo/write","seq":` + itoa(seq) + `,"time":1788000000001,"data":{"todos":[{"content":"` +
-			strings.Repeat(string(rune('a'+seq%26)), n) + `","status":"pending"}]}}`
-	}
-	const maxLine = 3 * plainChunk
-	var want, file []string
-	file = append(file, v4Rows("long", 0, 0)...) // the header
-	want = append(want, file...)
-	seq := 0
-	add := func(n int) {
-		r := row(seq, n)
-		seq++
-		file = append(file, r)
-		if len(r) <= maxLine {
-			want = append(want, r)
-		}
-	}
-	for range 300 { // ends of rows on both sides of the first chunk's end
-		add(1000 + seq*7)
-	}
-	add(plainChunk + 1000)   // longer than a chunk
-	add(2*plainChunk + 5000) // longer than two
-	add(maxLine + 1)         // over max_line_bytes: skipped
-	for range 50 {
-		add(300)
-	}
-	root := t.TempDir()
-	path := sessionPath(root, "long", "session.v4.jsonl")
-	whole := lines(file)
-	writeFile(t, path, whole)
-	cfg := filesOnlyConfig(pattern(root), nil)
-	cfg.MaxLineBytes = maxLine
-	sink := new(consumertest.LogsSink)
-	start(t, cfg, sink, nil)
-	settle(t, sink, len(want))
-
-	// Torn over two polls: a row over the limit, then one longer than a
-	// chunk, each written half now and half later.
-	over, long := row(seq, maxLine+10), row(seq+1, plainChunk+77)
-	tail := row(seq+2, 10)
-	appendFile(t, path, []byte(over[:maxLine/2]))
-	time.Sleep(3 * filesOnlyConfig(pattern(root), nil).Files.Get().PollInterval)
-	appendFile(t, path, []byte(over[maxLine/2:]+"\n"+long[:plainChunk/2]))
-	time.Sleep(3 * filesOnlyConfig(pattern(root), nil).Files.Get().PollInterval)
-	appendFile(t, path, []byte(long[plainChunk/2:]+"\n"+tail+"\n"))
-	want = append(want, long, tail)
-	settle(t, sink, len(want))
-	got := bodies(sink.AllLogs())
-	require.Len(t, got, len(want))
-	for i := range want {
-		require.Equal(t, len(want[i]), len(got[i]), "row %d", i)
-		require.Equal(t, want[i], got[i], "row %d", i)
-	}
-}
-
-// TestFilesWrappedSessionKept: the session a wrapped row names is kept in
-// the file's checkpoint (its seq high-water mark) as a string of its own,
-// not as a view into the row: a row views its file chunk, which the
-// checkpoint would otherwise keep alive for as long as the file is tailed.
-func TestFilesWrappedSessionKept(t *testing.T) {
-	root := t.TempDir()
-	var rows []string
-	for seq := range 5 {
-		rows = append(rows, `{"sessionId":"wrapped-`+itoa(seq%2)+`","event":{"type":"todo/write","seq":`+itoa(seq)+
-			`,"time":1788000000001,"data":{"todos":[]}}}`)
-	}
-	writeFile(t, sessionPath(root, "w", "session.v4.jsonl"), lines(rows))
-	sink := new(consumertest.LogsSink)
-	s := start(t, filesOnlyConfig(pattern(root), nil), sink, nil)
-	settle(t, sink, len(rows))
-	s.stop()
-	type span struct{ lo, hi uintptr }
-	var bodies []span
-	for _, r := range records(sink.AllLogs()) {
-		b := r.lr.Body().Str()
-		lo := uintptr(unsafe.Pointer(unsafe.StringData(b)))
-		bodies = append(bodies, span{lo, lo + uintptr(len(b))})
-	}
-	keys := 0
-	for _, tf := range s.r.files.files {
-		for _, cp := range []checkpoint{tf.cp, tf.live.pending} {
-			for k := range cp.HWM {
-				keys++
-				p := uintptr(unsafe.Pointer(unsafe.StringData(k)))
-				for _, b := range bodies {
-					assert.False(t, p >= b.lo && p < b.hi, "HWM key %q is a view into a delivered row", k)
-				}
-			}
-		}
-	}
-	assert.Equal(t, 4, keys, "two sessions in the committed and the pending checkpoint")
 }

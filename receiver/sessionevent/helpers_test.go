@@ -76,8 +76,8 @@ func startWith(t *testing.T, cfg *Config, next consumer.Logs, host component.Hos
 	r := rl.(*sessionReceiver)
 	require.NoError(t, r.Start(context.Background(), host))
 	s := &started{r: r}
-	if r.http != nil && r.http.addr != nil {
-		s.url = "http://" + r.http.addr.String()
+	if r.http != nil && r.http.Addr() != nil {
+		s.url = "http://" + r.http.Addr().String()
 	}
 	var once sync.Once
 	s.stop = func() {

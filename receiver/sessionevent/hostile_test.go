@@ -179,8 +179,10 @@ func gzipped(t *testing.T, b []byte) []byte {
 	return buf.Bytes()
 }
 
-// TestHostileHTTP: the hostile requests that a client can make
-// with any HTTP library. Each is a clear 4xx — a JSON {"error":…} when the
+// TestHostileHTTP: requests built to hurt that a client can make with any
+// HTTP library — rows and bodies over their limits, broken and bombed
+// compression, other content types, methods and paths, session ids with
+// control characters. Each is a clear 4xx — a JSON {"error":…} when the
 // receiver (or confighttp, through our error handler) answers, the
 // ServeMux's plain-text 404/405 for paths and methods that are not ours —
 // nothing of it is emitted, and a request for another session sent at the
@@ -368,7 +370,7 @@ func TestHostileConnections(t *testing.T) {
 	run := func(t *testing.T, misbehave func(c net.Conn)) (status int, body string, took time.Duration) {
 		sink := new(consumertest.LogsSink)
 		s := start(t, hostileConfig(), sink, nil)
-		c, err := net.Dial("tcp", s.r.http.addr.String())
+		c, err := net.Dial("tcp", s.r.http.Addr().String())
 		require.NoError(t, err)
 		t0 := time.Now()
 		var wg sync.WaitGroup

@@ -5,7 +5,6 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -383,24 +382,6 @@ func TestHTTPDedupAcrossRestart(t *testing.T) {
 	for i := range want {
 		assert.Equal(t, want[i].lr.SpanID(), got[i].lr.SpanID(), "record %d", i)
 	}
-}
-
-// TestHTTPDedupBounded: the dedup memory keeps at most its bound of
-// sessions, least recently used first out.
-func TestHTTPDedupBounded(t *testing.T) {
-	sink := new(consumertest.LogsSink)
-	s := start(t, httpOnlyConfig(), sink, nil)
-	s.r.http.dedup.mu.Lock()
-	s.r.http.dedup.max = 3
-	s.r.http.dedup.mu.Unlock()
-	row := []byte(`{"type":"todo/write","seq":5,"time":1,"data":{"todos":[]}}`)
-	for i := range 5 {
-		require.Equal(t, 1, post(t, sessionURL(s, fmt.Sprint("s", i)), row).int("accepted"))
-	}
-	assert.EqualValues(t, 3, s.r.http.dedup.len())
-	// s4 is remembered, s0 was evicted.
-	assert.Equal(t, 1, post(t, sessionURL(s, "s4"), row).int("duplicates"))
-	assert.Equal(t, 1, post(t, sessionURL(s, "s0"), row).int("accepted"))
 }
 
 // TestHTTPConcurrentSameRows: concurrent requests carrying the same rows

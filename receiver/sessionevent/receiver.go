@@ -6,56 +6,55 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
-	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 
-	"github.com/dshtrace/dshtrace/internal/storageclient"
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/filesource"
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/httpsource"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 )
 
 // sessionReceiver is the session_event receiver: a thin adapter that builds
-// the configured transports — the HTTP source (http.go) and the file source
-// (files.go) — and starts and stops them. Each transport has its own next
-// consumer handle, its own obsreport, its own self-telemetry handle and its
-// own storage client, and turns physical session-log rows into the log
-// records of docs/design.md §3 through logrecord.Tracker; they share nothing else.
+// the configured transports — the HTTP source (internal/httpsource) and the
+// file source (internal/filesource) — and starts and stops them. Each
+// transport has its own next consumer handle, its own obsreport, its own
+// self-telemetry handle and its own storage client, and turns physical
+// session-log rows into the log records of docs/design.md §3 through
+// logrecord.Tracker; they share nothing else.
 type sessionReceiver struct {
-	http  *httpSource // nil: not configured
-	files *fileSource // nil: not configured
+	http  *httpsource.Source // nil: not configured
+	files *filesource.Source // nil: not configured
 	tel   *metadata.Telemetry
 }
 
 func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*sessionReceiver, error) {
-	r := &sessionReceiver{}
-	if hc := cfg.HTTP.Get(); hc != nil {
-		h, err := newHTTPSource(*hc, cfg.httpStorage(), cfg.MaxLineBytes, set, next)
-		if err != nil {
-			return nil, err
-		}
-		r.http = h
-	}
-	if fc := cfg.Files.Get(); fc != nil {
-		f, err := newFileSource(*fc, cfg.MaxLineBytes, set, next)
-		if err != nil {
-			return nil, err
-		}
-		r.files = f
-	}
-	// The self-telemetry comes last: its gauges observe the transports.
-	tel, err := metadata.NewTelemetry(set.TelemetrySettings, metadata.Gauges{
-		FilesTracked:  r.files.filesTracked,
-		DedupSessions: r.http.dedupSessions,
-	})
+	tel, err := metadata.NewTelemetry(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
-	r.tel = tel
-	if r.http != nil {
-		r.http.tel = tel.ForTransport(metadata.TransportHTTP)
+	r := &sessionReceiver{tel: tel}
+	if hc := cfg.HTTP.Get(); hc != nil {
+		obs, err := newObsReport(set, metadata.TransportHTTP)
+		if err != nil {
+			return nil, err
+		}
+		c := *hc
+		c.Storage = cfg.httpStorage()
+		r.http = httpsource.New(c, cfg.MaxLineBytes, set, next, obs, tel.ForTransport(metadata.TransportHTTP))
 	}
-	if r.files != nil {
-		r.files.tel = tel.ForTransport(metadata.TransportFile)
+	if fc := cfg.Files.Get(); fc != nil {
+		obs, err := newObsReport(set, metadata.TransportFile)
+		if err != nil {
+			return nil, err
+		}
+		r.files = filesource.New(*fc, cfg.MaxLineBytes, set, next, obs, tel.ForTransport(metadata.TransportFile))
+	}
+	// The gauges observe the transports, so they come last.
+	if err := tel.ObserveGauges(metadata.Gauges{
+		FilesTracked:  r.files.FilesTracked,
+		DedupSessions: r.http.DedupSessions,
+	}); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
@@ -64,12 +63,12 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*sessi
 // server and the file poller run in goroutines.
 func (r *sessionReceiver) Start(ctx context.Context, host component.Host) error {
 	if r.http != nil {
-		if err := r.http.start(ctx, host); err != nil {
+		if err := r.http.Start(ctx, host); err != nil {
 			return err
 		}
 	}
 	if r.files != nil {
-		if err := r.files.start(ctx, host); err != nil {
+		if err := r.files.Start(ctx, host); err != nil {
 			return err
 		}
 	}
@@ -83,10 +82,10 @@ func (r *sessionReceiver) Start(ctx context.Context, host component.Host) error 
 func (r *sessionReceiver) Shutdown(ctx context.Context) error {
 	var errs []error
 	if r.http != nil {
-		errs = append(errs, r.http.shutdown(ctx))
+		errs = append(errs, r.http.Shutdown(ctx))
 	}
 	if r.files != nil {
-		errs = append(errs, r.files.shutdown(ctx))
+		errs = append(errs, r.files.Shutdown(ctx))
 	}
 	errs = append(errs, r.tel.Shutdown())
 	return errors.Join(errs...)
@@ -101,13 +100,4 @@ func newObsReport(set receiver.Settings, transport string) (*receiverhelper.ObsR
 		LongLivedCtx:           transport == metadata.TransportFile,
 		ReceiverCreateSettings: set,
 	})
-}
-
-// openStorage opens the client name of a transport on storage extension
-// id; with no id, a nop client that keeps nothing.
-func openStorage(ctx context.Context, host component.Host, id *component.ID, self component.ID, name string) (storage.Client, error) {
-	if id == nil {
-		return storage.NewNopClient(), nil
-	}
-	return storageclient.Open(ctx, host, *id, component.KindReceiver, self, name, "session_event")
 }

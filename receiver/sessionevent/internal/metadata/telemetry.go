@@ -21,6 +21,7 @@ type Telemetry struct {
 	// from session files (transport).
 	BytesRead metric.Int64Counter
 
+	meter           metric.Meter
 	filesTracked    metric.Int64ObservableGauge
 	dedupSessions   metric.Int64ObservableGauge
 	registration    metric.Registration
@@ -47,9 +48,10 @@ const (
 )
 
 // NewTelemetry creates the instruments from the component's MeterProvider.
-func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error) {
+// The gauges report nothing until ObserveGauges gives them their callbacks.
+func NewTelemetry(set component.TelemetrySettings) (*Telemetry, error) {
 	m := set.MeterProvider.Meter(ScopeName)
-	t := &Telemetry{}
+	t := &Telemetry{meter: m}
 	var errs, err error
 	t.RowsAccepted, err = m.Int64Counter(MetricRowsAccepted, metric.WithUnit("{row}"),
 		metric.WithDescription("Session log rows turned into log records and accepted by the next consumer."))
@@ -72,7 +74,13 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 	if errs != nil {
 		return nil, errs
 	}
-	t.registration, err = m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+	return t, nil
+}
+
+// ObserveGauges registers the gauges' callbacks: the transports they
+// observe exist by then. Call it once.
+func (t *Telemetry) ObserveGauges(g Gauges) error {
+	reg, err := t.meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		if g.FilesTracked != nil {
 			o.ObserveInt64(t.filesTracked, g.FilesTracked())
 		}
@@ -82,10 +90,10 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 		return nil
 	}, t.filesTracked, t.dedupSessions)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	t.hasRegistration = true
-	return t, nil
+	t.registration, t.hasRegistration = reg, true
+	return nil
 }
 
 // Shutdown unregisters the gauge callbacks.

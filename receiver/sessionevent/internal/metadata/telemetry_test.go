@@ -26,11 +26,12 @@ func TestTelemetryMatchesMetadata(t *testing.T) {
 
 	tt := componenttest.NewTelemetry()
 	defer func() { require.NoError(t, tt.Shutdown(context.Background())) }()
-	tel, err := NewTelemetry(tt.NewTelemetrySettings(), Gauges{
+	tel, err := NewTelemetry(tt.NewTelemetrySettings())
+	require.NoError(t, err)
+	require.NoError(t, tel.ObserveGauges(Gauges{
 		FilesTracked:  func() int64 { return 2 },
 		DedupSessions: func() int64 { return 3 },
-	})
-	require.NoError(t, err)
+	}))
 	defer func() { require.NoError(t, tel.Shutdown()) }()
 	ctx := context.Background()
 	for _, transport := range []string{TransportHTTP, TransportFile} {

@@ -1,4 +1,4 @@
-package sessionevent
+package httpsource
 
 import (
 	"bytes"
@@ -15,16 +15,16 @@ import (
 // byte, in seq order per session.
 func FuzzHTTPBody(f *testing.F) {
 	for _, dir := range []string{"dialects", "hostile"} {
-		entries, _ := os.ReadDir(filepath.Join("..", "..", "testdata", dir))
+		entries, _ := os.ReadDir(filepath.Join(repoTestdata, dir))
 		for _, e := range entries {
-			if b, err := os.ReadFile(filepath.Join("..", "..", "testdata", dir, e.Name())); err == nil && len(b) < 4<<10 {
+			if b, err := os.ReadFile(filepath.Join(repoTestdata, dir, e.Name())); err == nil && len(b) < 4<<10 {
 				f.Add(b)
 			}
 		}
 	}
 	f.Add([]byte(`{"type":"todo/write","seq":3,"time":1,"data":{"todos":[]}}`))
-	f.Add(zstdFile(f, []byte(`{"type":"session","version":4,"id":"x","createdAt":1,"isSeeded":false,"delegationDepth":0}`+"\n"), 1))
-	f.Add(gzipBytes([]byte(`{"sessionId":"s","event":{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}}`)))
+	f.Add(zstdBody(f, []byte(`{"type":"session","version":4,"id":"x","createdAt":1,"isSeeded":false,"delegationDepth":0}`+"\n")))
+	f.Add(gzipBody(f, []byte(`{"sessionId":"s","event":{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}}`)))
 	f.Add([]byte("\n\n\r\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, ep := range []endpoint{endpointSession, endpointLines} {
@@ -53,7 +53,7 @@ func FuzzHTTPBody(f *testing.F) {
 					if !compressed && !lines[string(r.Bytes)] {
 						t.Fatalf("row is no line of the body: %q", r.Bytes)
 					}
-					if i > 0 && firstSeq(r) <= lastSeq(s.rows[i-1]) {
+					if i > 0 && r.FirstSeq() <= s.rows[i-1].LastSeq() {
 						t.Fatalf("rows out of seq order or overlapping")
 					}
 				}

@@ -1,15 +1,14 @@
-package sessionevent
+package httpsource
 
 import (
 	"context"
-	"net/http"
 	"time"
 
-	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/httpsource/dedup"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
@@ -31,8 +30,8 @@ import (
 //
 // The sessions' stripe locks are held throughout, so two requests for one
 // session are ingested one after the other and each row is emitted once.
-func (h *httpSource) ingest(ctx context.Context, pb *parsedBody) (accepted, dups int, err error) {
-	unlock := h.dedup.lockSessions(pb.ids())
+func (h *Source) ingest(ctx context.Context, pb *parsedBody) (accepted, dups int, err error) {
+	unlock := h.dedup.LockSessions(pb.ids())
 	defer unlock()
 	states := h.openSessions(ctx, pb)
 	d := h.build(pb, states)
@@ -51,11 +50,11 @@ type delivery struct {
 	// accepted counts the records in ld, dups the rows known already.
 	accepted, dups int
 	// states are the dedup states of the request's sessions, in order.
-	states []*sessionState
+	states []*dedup.Session
 	// marks are the seqs (and headers) to remember as accepted.
 	marks []mark
 	// adopted are the sessions whose header adopts the rows accepted
-	// before under unknownVersion.
+	// before under dedup.UnknownVersion.
 	adopted []adoption
 	// saved are the tracker positions before the request, for rollback.
 	saved map[string]logrecord.Position
@@ -64,16 +63,16 @@ type delivery struct {
 // mark is one delivered row to remember: [a, b] of a session's format
 // version, or (header) its header.
 type mark struct {
-	st      *sessionState
+	st      *dedup.Session
 	version int
 	a, b    int64
 	header  bool
 }
 
 // adoption: a session's first header makes the rows posted before it,
-// keyed by unknownVersion, rows of its version.
+// keyed by dedup.UnknownVersion, rows of its version.
 type adoption struct {
-	st      *sessionState
+	st      *dedup.Session
 	version int
 }
 
@@ -82,10 +81,10 @@ type adoption struct {
 // tracker's position for each is the one stored with its state (for a
 // state loaded now from storage) or the tracker's own, and that sessions
 // evicted to make room have no tracker position left.
-func (h *httpSource) openSessions(ctx context.Context, pb *parsedBody) []*sessionState {
-	states := make([]*sessionState, 0, len(pb.sessions))
+func (h *Source) openSessions(ctx context.Context, pb *parsedBody) []*dedup.Session {
+	states := make([]*dedup.Session, 0, len(pb.sessions))
 	for _, s := range pb.sessions {
-		st, loaded, evicted := h.dedup.session(ctx, s.id)
+		st, loaded, evicted := h.dedup.Session(ctx, s.id)
 		states = append(states, st)
 		h.trackerMu.Lock()
 		for _, id := range evicted {
@@ -104,7 +103,7 @@ func (h *httpSource) openSessions(ctx context.Context, pb *parsedBody) []*sessio
 // was accepted is recorded in the delivery's marks, applied by commit.
 // The tracker advances over the new rows; the positions it had before are
 // saved in the delivery for rollback.
-func (h *httpSource) build(pb *parsedBody, states []*sessionState) *delivery {
+func (h *Source) build(pb *parsedBody, states []*dedup.Session) *delivery {
 	d := &delivery{ld: plog.NewLogs(), states: states, saved: make(map[string]logrecord.Position, len(pb.sessions))}
 	now := h.now()
 	h.trackerMu.Lock()
@@ -117,11 +116,11 @@ func (h *httpSource) build(pb *parsedBody, states []*sessionState) *delivery {
 }
 
 // buildSession adds one session's new rows to d.
-func (h *httpSource) buildSession(d *delivery, s *parsedSession, st *sessionState, now time.Time) {
+func (h *Source) buildSession(d *delivery, s *parsedSession, st *dedup.Session, now time.Time) {
 	f := s.dec.Format()
-	k := knownRows(st, s.header != nil, f.Version)
-	if k.adopt {
-		d.adopted = append(d.adopted, adoption{st, k.version})
+	k := st.Known(s.header != nil, f.Version)
+	if k.Adopt {
+		d.adopted = append(d.adopted, adoption{st, k.Version})
 	}
 	var lrs plog.LogRecordSlice
 	hasLRS := false
@@ -133,64 +132,28 @@ func (h *httpSource) buildSession(d *delivery, s *parsedSession, st *sessionStat
 		d.accepted++
 	}
 	if s.header != nil {
-		if k.header() {
+		if k.Header() {
 			d.dups++
 		} else {
 			appendRow(s.header)
 		}
-		d.marks = append(d.marks, mark{st: st, version: k.version, header: true})
+		d.marks = append(d.marks, mark{st: st, version: k.Version, header: true})
 	}
 	d.dups += s.dups
 	for _, row := range s.rows {
-		a, b := firstSeq(row), lastSeq(row)
-		if k.contains(a, b) {
+		a, b := row.FirstSeq(), row.LastSeq()
+		if k.Contains(a, b) {
 			d.dups++
 			continue
 		}
 		appendRow(row)
-		d.marks = append(d.marks, mark{st: st, version: k.version, a: a, b: b})
+		d.marks = append(d.marks, mark{st: st, version: k.Version, a: a, b: b})
 	}
-}
-
-// known is what a session's dedup state says was accepted of the format
-// version a request's rows are keyed by.
-type known struct {
-	// version keys the rows: the request's header version, else the
-	// version remembered for the session (unknownVersion: none yet).
-	version int
-	gen     *seqSet // nil: nothing accepted under version
-	// adopt: the request brings the session's first header, so the rows
-	// accepted before under unknownVersion (prior) count as its version's.
-	adopt bool
-	prior *seqSet
-}
-
-func knownRows(st *sessionState, hasHeader bool, headerVersion int) known {
-	k := known{version: st.version()}
-	if hasHeader {
-		k.version = headerVersion
-		k.adopt = st.version() == unknownVersion && st.gens[unknownVersion] != nil
-	}
-	k.gen = st.gens[k.version]
-	if k.adopt {
-		k.prior = st.gens[unknownVersion]
-	}
-	return k
-}
-
-// header reports whether the header row was accepted before.
-func (k known) header() bool {
-	return k.gen != nil && k.gen.Header || k.adopt && k.prior.Header
-}
-
-// contains reports whether every seq of [a, b] was accepted before.
-func (k known) contains(a, b int64) bool {
-	return k.gen != nil && k.gen.contains(a, b) || k.adopt && k.prior.contains(a, b)
 }
 
 // deliver hands the records to the next consumer in one call, measured by
 // obsreport. A request with no new row delivers nothing and succeeds.
-func (h *httpSource) deliver(ctx context.Context, d *delivery) error {
+func (h *Source) deliver(ctx context.Context, d *delivery) error {
 	if d.accepted == 0 {
 		return nil
 	}
@@ -202,7 +165,7 @@ func (h *httpSource) deliver(ctx context.Context, d *delivery) error {
 
 // rollback undoes build after a refused delivery: the tracker goes back to
 // the saved positions. The dedup state was not changed.
-func (h *httpSource) rollback(d *delivery) {
+func (h *Source) rollback(d *delivery) {
 	h.trackerMu.Lock()
 	defer h.trackerMu.Unlock()
 	for id, p := range d.saved {
@@ -210,38 +173,22 @@ func (h *httpSource) rollback(d *delivery) {
 	}
 }
 
-// refusal is what the client is told of a refused delivery: 400 when the
-// pipeline refused permanently, else 503 (retry the same request).
-func refusal(err error) *reqError {
-	if consumererror.IsPermanent(err) {
-		return &reqError{status: http.StatusBadRequest, seq: -1, reason: "downstream_permanent",
-			msg: "the pipeline refused the rows permanently: " + err.Error()}
-	}
-	return &reqError{status: http.StatusServiceUnavailable, seq: -1, reason: "downstream_retryable",
-		msg: "the pipeline cannot take the rows now, retry later: " + err.Error()}
-}
-
 // commit remembers a delivered request: adopted unknown-version rows move
 // under their header's version, every delivered seq and header is marked
 // accepted, and the sessions' states (with their tracker positions) are
 // written to the storage extension. A failed write is logged, not
 // returned: the rows are delivered already.
-func (h *httpSource) commit(ctx context.Context, d *delivery) {
+func (h *Source) commit(ctx context.Context, d *delivery) {
 	var abandoned int64
 	for _, a := range d.adopted {
-		if prior := a.st.gens[unknownVersion]; prior != nil {
-			abandoned += a.st.gen(a.version).merge(prior)
-			delete(a.st.gens, unknownVersion)
-		}
+		abandoned += a.st.Adopt(a.version)
 	}
 	for _, m := range d.marks {
-		g := m.st.gen(m.version)
 		if m.header {
-			g.Header = true
-			m.st.current.Store(int64(max(m.st.version(), m.version)))
+			m.st.AcceptHeader(m.version)
 			continue
 		}
-		abandoned += g.add(m.a, m.b)
+		abandoned += m.st.Accept(m.version, m.a, m.b)
 	}
 	if abandoned > 0 {
 		h.set.Logger.Debug("Dedup state full: gave up waiting for missing seqs", zap.Int64("seqs", abandoned))
@@ -251,19 +198,19 @@ func (h *httpSource) commit(ctx context.Context, d *delivery) {
 	}
 	// Not cancelled with the request: the rows are delivered, their state
 	// must be written even if the client went away.
-	if err := h.dedup.persist(context.WithoutCancel(ctx), d.states, h.savePosition); err != nil {
+	if err := h.dedup.Persist(context.WithoutCancel(ctx), d.states, h.savePosition); err != nil {
 		// Delivered already; only a restart could now emit these rows again.
 		h.set.Logger.Warn("Could not persist the dedup state", zap.Error(err))
 	}
 }
 
-func (h *httpSource) restorePosition(id string, p logrecord.Position) {
+func (h *Source) restorePosition(id string, p logrecord.Position) {
 	h.trackerMu.Lock()
 	defer h.trackerMu.Unlock()
 	h.tracker.Restore(id, p)
 }
 
-func (h *httpSource) savePosition(id string) logrecord.Position {
+func (h *Source) savePosition(id string) logrecord.Position {
 	h.trackerMu.Lock()
 	defer h.trackerMu.Unlock()
 	return h.tracker.Save(id)

@@ -1,4 +1,4 @@
-package sessionevent
+package dedup
 
 import (
 	"math/rand/v2"

@@ -1,6 +1,6 @@
 //go:build unix
 
-package sessionevent
+package checkpoint
 
 import (
 	"io/fs"
@@ -8,8 +8,8 @@ import (
 	"syscall"
 )
 
-// fileID identifies a file by device and inode.
-func fileID(fi fs.FileInfo) string {
+// FileID identifies a file by device and inode.
+func FileID(fi fs.FileInfo) string {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return strconv.FormatUint(uint64(st.Dev), 10) + ":" + strconv.FormatUint(st.Ino, 10)
 	}

@@ -1,4 +1,4 @@
-package sessionevent
+package httpsource
 
 import (
 	"context"
@@ -6,35 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"mime"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
-	"time"
 	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/config/confighttp"
-	"go.opentelemetry.io/collector/consumer"
-	"go.opentelemetry.io/collector/extension/xextension/storage"
-	"go.opentelemetry.io/collector/receiver"
-	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.uber.org/zap"
 
-	"github.com/dshtrace/dshtrace/internal/logrecord"
+	"github.com/dshtrace/dshtrace/internal/storageclient"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 )
-
-// HTTP API (docs/design.md §3):
-//
-//	POST /v1/sessions/{session_id}/events   NDJSON rows of one session
-//	POST /v1/session-events                 self-describing wrapped lines
-//
-// 202 {"accepted":N,"duplicates":M}; 400 {"error","line","seq","code"} and
-// nothing of the request accepted; 413 body or row too large; 415 content
-// type; 503 + Retry-After when the pipeline refuses for now; 401 from the
-// auth extension (confighttp).
 
 const (
 	pathSession = "POST /v1/sessions/{session_id}/events"
@@ -76,62 +59,16 @@ func mediaTypeAccepted(ct string) bool {
 	return err == nil && acceptedMediaTypes[mt]
 }
 
-// httpSource is the HTTP transport: a confighttp server whose requests are
-// judged whole (body.go), deduplicated against what was accepted before
-// (dedup.go), turned into records and delivered to next in one call each.
-type httpSource struct {
-	cfg     HTTPConfig
-	storage *component.ID // the dedup state's storage extension, nil: memory only
-	maxLine int
-	set     receiver.Settings
-	next    consumer.Logs
-	obs     *receiverhelper.ObsReport
-	tel     *metadata.TransportTelemetry
-	now     func() time.Time
-
-	dedup *dedupStore
-	// trackerMu guards tracker. It is taken after a request's stripe locks
-	// and the dedup store's mutex, never before them.
-	trackerMu sync.Mutex
-	tracker   *logrecord.Tracker
-
-	srv     *http.Server
-	addr    net.Addr
-	maxBody int64
-	client  storage.Client
-	wg      sync.WaitGroup
-}
-
-func newHTTPSource(cfg HTTPConfig, storageID *component.ID, maxLine int, set receiver.Settings, next consumer.Logs) (*httpSource, error) {
-	obs, err := newObsReport(set, metadata.TransportHTTP)
-	if err != nil {
-		return nil, err
-	}
-	return &httpSource{
-		cfg: cfg, storage: storageID, maxLine: maxLine, set: set, next: next, obs: obs, now: time.Now,
-		dedup:   newDedupStore(defaultDedupSessions, set.Logger),
-		tracker: logrecord.NewTracker(defaultDedupSessions),
-	}, nil
-}
-
-// dedupSessions is the dedup_sessions gauge (0 without an HTTP source).
-func (h *httpSource) dedupSessions() int64 {
-	if h == nil {
-		return 0
-	}
-	return h.dedup.len()
-}
-
-// start loads the dedup state from the storage extension, if one is
-// configured, and starts serving.
-func (h *httpSource) start(ctx context.Context, host component.Host) error {
-	if h.storage != nil {
-		c, err := openStorage(ctx, host, h.storage, h.set.ID, "http")
+// Start loads the dedup state from the storage extension, if one is
+// configured, and starts serving. It does not block.
+func (h *Source) Start(ctx context.Context, host component.Host) error {
+	if h.cfg.Storage != nil {
+		c, err := storageclient.Open(ctx, host, *h.cfg.Storage, component.KindReceiver, h.set.ID, "http", metadata.Type.String())
 		if err != nil {
 			return err
 		}
 		h.client = c
-		if err := h.dedup.load(ctx, c, h.restorePosition); err != nil {
+		if err := h.dedup.Load(ctx, c, h.restorePosition); err != nil {
 			return fmt.Errorf("session_event: load the dedup state: %w", err)
 		}
 	}
@@ -159,10 +96,10 @@ func (h *httpSource) start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
-// shutdown stops the server, letting requests in flight finish (each
+// Shutdown stops the server, letting requests in flight finish (each
 // either delivers and commits, or rolls back), then closes the storage
-// client. It is safe without start.
-func (h *httpSource) shutdown(ctx context.Context) error {
+// client. It is safe without Start.
+func (h *Source) Shutdown(ctx context.Context) error {
 	var errs []error
 	if h.srv != nil {
 		if err := h.srv.Shutdown(ctx); err != nil {
@@ -179,7 +116,7 @@ func (h *httpSource) shutdown(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (h *httpSource) handleSession(w http.ResponseWriter, req *http.Request) {
+func (h *Source) handleSession(w http.ResponseWriter, req *http.Request) {
 	id := req.PathValue("session_id")
 	if id == "" || len(id) > maxSessionIDBytes || !utf8.ValidString(id) || strings.ContainsFunc(id, isControl) {
 		h.refuse(w, req.Context(), &reqError{status: http.StatusBadRequest, seq: -1, reason: "bad_session_id",
@@ -189,7 +126,7 @@ func (h *httpSource) handleSession(w http.ResponseWriter, req *http.Request) {
 	h.handle(w, req, parseOptions{endpoint: endpointSession, session: id})
 }
 
-func (h *httpSource) handleLines(w http.ResponseWriter, req *http.Request) {
+func (h *Source) handleLines(w http.ResponseWriter, req *http.Request) {
 	h.handle(w, req, parseOptions{endpoint: endpointLines})
 }
 
@@ -197,7 +134,7 @@ func isControl(c rune) bool { return c < 0x20 || c == 0x7f }
 
 // handle answers one request: its Content-Type, then its body parsed and
 // judged whole (parseBody), then ingested.
-func (h *httpSource) handle(w http.ResponseWriter, req *http.Request, o parseOptions) {
+func (h *Source) handle(w http.ResponseWriter, req *http.Request, o parseOptions) {
 	ctx := req.Context()
 	if ct := req.Header.Get("Content-Type"); !mediaTypeAccepted(ct) {
 		h.refuse(w, ctx, &reqError{status: http.StatusUnsupportedMediaType, seq: -1, reason: "content_type",
@@ -207,7 +144,7 @@ func (h *httpSource) handle(w http.ResponseWriter, req *http.Request, o parseOpt
 	}
 	o.maxLine = h.maxLine
 	o.maxBody = h.maxBody
-	o.version = h.dedup.currentVersion
+	o.version = h.dedup.CurrentVersion
 	pb, rerr := parseBody(req.Body, o)
 	defer pb.release() // the rows are done with once the request is answered
 	h.tel.BytesRead(ctx, pb.bytes)
@@ -231,7 +168,7 @@ func (h *httpSource) handle(w http.ResponseWriter, req *http.Request, o parseOpt
 
 // refuse answers a refused request and counts its rows as rejected (the
 // rows read up to the refusal, at least one per request).
-func (h *httpSource) refuse(w http.ResponseWriter, ctx context.Context, e *reqError, rows int) {
+func (h *Source) refuse(w http.ResponseWriter, ctx context.Context, e *reqError, rows int) {
 	if rows > 0 {
 		h.tel.RowsRejected(ctx, int64(rows), e.reason)
 	}

@@ -1,0 +1,76 @@
+package httpsource
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/dshtrace/dshtrace/sessionlog"
+)
+
+// contextFree are the violations an event shows on its own; they are
+// judged in every request. The others need the log from its start.
+var contextFree = map[string]bool{
+	sessionlog.CodeSurfaceOpMissing:    true,
+	sessionlog.CodeSurfaceKeysLogged:   true,
+	sessionlog.CodeSourcesForbidden:    true,
+	sessionlog.CodeEnvelopeInvalid:     true,
+	sessionlog.CodeSystemForbidden:     true,
+	sessionlog.CodeErrorWithoutIsError: true,
+}
+
+// finish orders the session's rows by seq, folds byte-identical repeats,
+// refuses conflicting ones, and validates the rows.
+//
+// Rows may come in any order and any batching, so what a request can be
+// judged on depends on what it holds. A request that holds the session from
+// its start (seq 0) is checked against every invariant of docs/format.md §11 —
+// dense seqs, turn and step nesting, tool calls resolved, replace ranges on
+// the surface — as dsh itself would check the file. Any other request can
+// only be checked row by row (the rows' own decoding, surface keys), and
+// what precedes it is the connector's to judge, gaps included.
+func (s *parsedSession) finish() *reqError {
+	slices.SortStableFunc(s.rows, func(a, b *sessionlog.Row) int { return cmp.Compare(a.FirstSeq(), b.FirstSeq()) })
+	kept := s.rows[:0]
+	for _, r := range s.rows {
+		if n := len(kept); n > 0 && r.FirstSeq() <= kept[n-1].LastSeq() {
+			prev := kept[n-1]
+			if r.FirstSeq() == prev.FirstSeq() && bytes.Equal(r.Bytes, prev.Bytes) {
+				s.dups++
+				continue
+			}
+			return rowError(sessionlog.Violation{Line: r.Line, Seq: r.FirstSeq(), Code: sessionlog.CodeSeqDuplicate,
+				Message: fmt.Sprintf("seq %d is also on line %d, with other content", r.FirstSeq(), prev.Line)})
+		}
+		kept = append(kept, r)
+	}
+	s.rows = kept
+
+	whole := len(s.rows) > 0 && s.rows[0].FirstSeq() == 0
+	f := s.dec.Format()
+	v := sessionlog.NewValidator()
+	v.TrackSurface(whole)
+	judge := func(vs []sessionlog.Violation) *reqError {
+		for _, x := range vs {
+			if x.Code == sessionlog.CodeSeededMismatch {
+				continue // needs the whole log; a request may be a prefix
+			}
+			if whole || contextFree[x.Code] {
+				return rowError(x)
+			}
+		}
+		return nil
+	}
+	if s.header != nil {
+		if rerr := judge(v.Row(s.header, f)); rerr != nil {
+			return rerr
+		}
+	}
+	for _, r := range s.rows {
+		if rerr := judge(v.Row(r, f)); rerr != nil {
+			return rerr
+		}
+	}
+	return judge(v.Finish(f))
+}

@@ -1,0 +1,66 @@
+package httpsource
+
+import (
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
+
+	"github.com/dshtrace/dshtrace/internal/logrecord"
+	"github.com/dshtrace/dshtrace/internal/sessiontable"
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/httpsource/dedup"
+	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
+)
+
+// Source is the HTTP transport: a confighttp server whose requests are
+// judged whole (body.go), deduplicated against what was accepted before
+// (dedup), turned into records and delivered to next in one call each.
+type Source struct {
+	cfg     Config
+	maxLine int
+	set     receiver.Settings
+	next    consumer.Logs
+	obs     *receiverhelper.ObsReport
+	tel     *metadata.TransportTelemetry
+	now     func() time.Time
+
+	dedup *dedup.Store
+	// trackerMu guards tracker. It is taken after a request's stripe locks
+	// and the dedup store's mutex, never before them.
+	trackerMu sync.Mutex
+	tracker   *logrecord.Tracker
+
+	srv     *http.Server
+	addr    net.Addr
+	maxBody int64
+	client  storage.Client
+	wg      sync.WaitGroup
+}
+
+// New returns the HTTP source of the receiver set describes: its section
+// of the configuration (its storage resolved), the longest row accepted,
+// the next consumer, and the obsreport and counters of its transport.
+func New(cfg Config, maxLine int, set receiver.Settings, next consumer.Logs, obs *receiverhelper.ObsReport, tel *metadata.TransportTelemetry) *Source {
+	return &Source{
+		cfg: cfg, maxLine: maxLine, set: set, next: next, obs: obs, tel: tel, now: time.Now,
+		dedup:   dedup.NewStore(sessiontable.DefaultMaxSessions, set.Logger),
+		tracker: logrecord.NewTracker(sessiontable.DefaultMaxSessions),
+	}
+}
+
+// DedupSessions is the dedup_sessions gauge: the sessions whose accepted
+// seqs are remembered (0 without an HTTP source).
+func (h *Source) DedupSessions() int64 {
+	if h == nil {
+		return 0
+	}
+	return h.dedup.Len()
+}
+
+// Addr is the address served on, once started.
+func (h *Source) Addr() net.Addr { return h.addr }
