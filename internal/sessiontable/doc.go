@@ -7,8 +7,9 @@
 // first.
 //
 // A Table does not evict by itself: what leaving means differs (the engine
-// closes the session's open turn as dangling, the receiver keeps its state
-// in storage), so the caller asks Full and Oldest and removes. The package
+// closes the session's open turn as dangling and keeps a tombstone of it,
+// the receiver's deduplication deletes the session's stored state), so the
+// caller asks Full and Oldest and removes. The package
 // is pure: no collector imports, no clock.
 package sessiontable
 
