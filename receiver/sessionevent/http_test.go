@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/storagetest"
@@ -24,6 +25,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension/extensionauth"
+	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
@@ -434,4 +436,69 @@ func TestHTTPAuth(t *testing.T) {
 	res = post(t, sessionURL(s, "s"), file, "Authorization", "Bearer good")
 	assert.Equal(t, http.StatusAccepted, res.status)
 	assert.Equal(t, len(nonBlankLines(file)), sink.LogRecordCount())
+}
+
+// fullDisk is a storage extension whose writes fail while full is set, as
+// a file_storage on a full disk does.
+type fullDisk struct {
+	*storagetest.TestStorage
+	full *atomic.Bool
+}
+
+func (d fullDisk) GetClient(ctx context.Context, kind component.Kind, id component.ID, name string) (storage.Client, error) {
+	c, err := d.TestStorage.GetClient(ctx, kind, id, name)
+	return fullClient{Client: c, full: d.full}, err
+}
+
+type fullClient struct {
+	storage.Client
+	full *atomic.Bool
+}
+
+func (c fullClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
+	for _, op := range ops {
+		if op.Type != storage.Get && c.full.Load() {
+			return syscall.ENOSPC
+		}
+	}
+	return c.Client.Batch(ctx, ops...)
+}
+
+func (c fullClient) Set(ctx context.Context, k string, v []byte) error {
+	if c.full.Load() {
+		return syscall.ENOSPC
+	}
+	return c.Client.Set(ctx, k, v)
+}
+
+// An accepted row is a stored row: while the dedup state cannot be stored,
+// a request is answered 503 with Retry-After — its rows delivered once,
+// and remembered, so that retrying delivers nothing again — and it is
+// acknowledged (as duplicates) once a retry stores the state.
+func TestHTTPStateNotStoredIs503(t *testing.T) {
+	file := readRepoTestdata(t, "dialects/v4-tools.jsonl")
+	lines := nonBlankLines(file)
+	full := &atomic.Bool{}
+	id := storagetest.NewStorageID("fs")
+	host := storagetest.NewStorageHost().WithExtension(id, fullDisk{storagetest.NewInMemoryStorageExtension("fs"), full})
+	cfg := httpOnlyConfig()
+	cfg.HTTP.Get().Storage = &id
+	sink := new(consumertest.LogsSink)
+	s := start(t, cfg, sink, host)
+
+	full.Store(true)
+	for range 2 {
+		res := post(t, sessionURL(s, "s"), file)
+		require.Equal(t, http.StatusServiceUnavailable, res.status)
+		assert.NotEmpty(t, res.header.Get("Retry-After"))
+		assert.Contains(t, res.body["error"], "cannot be made durable")
+	}
+	assert.Equal(t, lines, bodies(sink.AllLogs()), "delivered once, not again on the retry")
+
+	full.Store(false)
+	res := post(t, sessionURL(s, "s"), file)
+	require.Equal(t, http.StatusAccepted, res.status)
+	assert.Equal(t, 0, res.int("accepted"))
+	assert.Equal(t, len(lines), res.int("duplicates"))
+	assert.Equal(t, lines, bodies(sink.AllLogs()), "every row once")
 }

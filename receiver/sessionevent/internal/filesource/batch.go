@@ -74,6 +74,7 @@ func (t *Source) flush(ctx context.Context, tf *tailedFile, f *os.File, batch *f
 		switch {
 		case err == nil:
 			t.tel.RowsAccepted(ctx, int64(batch.n))
+			t.refusing.Clear()
 		case consumererror.IsPermanent(err):
 			t.logger.Error("The pipeline refused session rows permanently; they are skipped", zap.String("file", tf.path),
 				zap.Int("rows", batch.n), zap.Error(err))
@@ -95,8 +96,24 @@ func (t *Source) flush(ctx context.Context, tf *tailedFile, f *os.File, batch *f
 	cp.KeepTail(f)
 	t.tel.BytesRead(ctx, cp.Offset-tf.cp.Offset)
 	tf.cp = cp
-	if err := t.checkpoints.Save(ctx, tf.path, cp); err != nil {
-		t.logger.Warn("Could not store a checkpoint; a restart may deliver these rows again", zap.String("file", tf.path), zap.Error(err))
+	return t.store(ctx, tf)
+}
+
+// errUnsaved: a delivered batch's checkpoint could not be stored; the
+// file waits until it is.
+var errUnsaved = errors.New("checkpoint not stored")
+
+// store writes the file's committed checkpoint. A failure is counted, the
+// file marked unsaved (read pauses it until a retry stores it), and
+// errUnsaved returned.
+func (t *Source) store(ctx context.Context, tf *tailedFile) error {
+	if err := t.checkpoints.Save(ctx, tf.path, tf.cp); err != nil {
+		tf.unsaved = true
+		t.tel.StateWriteFailed(ctx)
+		t.storing.Strike(err, zap.String("file", tf.path))
+		return errors.Join(errUnsaved, err)
 	}
+	tf.unsaved = false
+	t.storing.Clear()
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.uber.org/zap"
 
+	"github.com/dshtrace/dshtrace/internal/episode"
 	"github.com/dshtrace/dshtrace/internal/storageclient"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/filesource/checkpoint"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/filesource/glob"
@@ -29,6 +30,12 @@ func New(cfg Config, maxLine int, set receiver.Settings, next consumer.Logs, obs
 		cfg: cfg, maxLine: maxLine, set: set, next: next, obs: obs, tel: tel, now: time.Now, logger: set.Logger,
 		files: map[string]*tailedFile{},
 	}
+	t.refusing = episode.New(set.Logger,
+		"The pipeline refuses session rows from the tailed files; each file waits and retries (backing off up to 30s), nothing is skipped",
+		"The pipeline accepts session rows from the tailed files again")
+	t.storing = episode.New(set.Logger,
+		"Cannot store read checkpoints: the files are not read on until their checkpoints are stored (a restart meanwhile delivers the unstored rows again)",
+		"Read checkpoints are stored again; the files are read on")
 	for _, p := range cfg.Include {
 		t.patterns = append(t.patterns, glob.Expand(p))
 	}

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.uber.org/zap"
 
+	"github.com/dshtrace/dshtrace/internal/episode"
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/filesource/checkpoint"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
@@ -37,6 +38,9 @@ type Source struct {
 	tracked     atomic.Int64
 	firstRun    bool
 	zd          *zstd.Decoder
+	// refusing is the pipeline refusing deliveries (retried), storing the
+	// checkpoint writes failing: each logged once as it begins and ends.
+	refusing, storing *episode.Episode
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -59,6 +63,9 @@ type tailedFile struct {
 	dead bool
 	// garbageAt is the offset of the undecodable bytes last reported.
 	garbageAt int64
+	// unsaved: cp was delivered but could not be stored; the file is not
+	// read on until it is.
+	unsaved bool
 }
 
 // liveState is the in-memory reader of a file: the decoder's and the

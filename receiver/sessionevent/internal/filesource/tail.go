@@ -2,6 +2,7 @@ package filesource
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
 	"time"
@@ -38,6 +39,10 @@ func (t *Source) read(ctx context.Context, tf *tailedFile) {
 	if now.Before(tf.retryAt) {
 		return
 	}
+	if tf.unsaved && t.store(ctx, tf) != nil {
+		t.wait(tf)
+		return
+	}
 	size, ok := t.stat(tf)
 	if !ok || tf.dead || !tf.grew(size, now) {
 		return
@@ -56,10 +61,21 @@ func (t *Source) read(ctx context.Context, tf *tailedFile) {
 		tf.live = t.resume(tf.cp)
 	}
 	if err := t.readGrowth(ctx, tf, f, size); err != nil {
+		if errors.Is(err, errUnsaved) {
+			t.wait(tf) // delivered: the reader carries on once the checkpoint is stored
+			return
+		}
 		t.retryLater(ctx, tf, err)
 		return
 	}
 	tf.backoff = 0
+}
+
+// wait makes the file wait before its next try, the wait doubling up to
+// maxBackoff.
+func (t *Source) wait(tf *tailedFile) {
+	tf.backoff = min(max(2*tf.backoff, t.cfg.PollInterval), maxBackoff)
+	tf.retryAt = time.Now().Add(tf.backoff)
 }
 
 // stat returns the file's size (ok false: gone or unreadable, dropped or
@@ -136,9 +152,9 @@ func (t *Source) retryLater(ctx context.Context, tf *tailedFile, err error) {
 	if ctx.Err() != nil {
 		return
 	}
-	tf.backoff = min(max(2*tf.backoff, t.cfg.PollInterval), maxBackoff)
-	tf.retryAt = time.Now().Add(tf.backoff)
-	t.logger.Warn("Delivery refused; will retry", zap.String("file", tf.path), zap.Duration("backoff", tf.backoff), zap.Error(err))
+	t.wait(tf)
+	t.refusing.Strike(err, zap.String("file", tf.path))
+	t.logger.Debug("Delivery refused; will retry", zap.String("file", tf.path), zap.Duration("backoff", tf.backoff), zap.Error(err))
 }
 
 // restart makes a file that is no longer the one its checkpoint describes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
@@ -37,9 +38,15 @@ func (h *Source) ingest(ctx context.Context, pb *parsedBody) (accepted, dups int
 	d := h.build(pb, states)
 	if err := h.deliver(ctx, d); err != nil {
 		h.rollback(d)
+		if !consumererror.IsPermanent(err) {
+			h.refusing.Strike(err)
+		}
 		return 0, 0, refusal(err)
 	}
-	h.commit(ctx, d)
+	h.refusing.Clear()
+	if err := h.commit(ctx, d); err != nil {
+		return 0, 0, notStored(err)
+	}
 	return d.accepted, d.dups, nil
 }
 
@@ -176,9 +183,11 @@ func (h *Source) rollback(d *delivery) {
 // commit remembers a delivered request: adopted unknown-version rows move
 // under their header's version, every delivered seq and header is marked
 // accepted, and the sessions' states (with their tracker positions) are
-// written to the storage extension. A failed write is logged, not
-// returned: the rows are delivered already.
-func (h *Source) commit(ctx context.Context, d *delivery) {
+// written to the storage extension. A failed write is counted and
+// returned, and the sessions are unsaved: the rows are delivered, and
+// remembered in memory (a retry of the request delivers nothing again),
+// but no request of theirs is acknowledged until a write lands.
+func (h *Source) commit(ctx context.Context, d *delivery) error {
 	var abandoned int64
 	for _, a := range d.adopted {
 		abandoned += a.st.Adopt(a.version)
@@ -193,14 +202,42 @@ func (h *Source) commit(ctx context.Context, d *delivery) {
 	if abandoned > 0 {
 		h.set.Logger.Debug("Dedup state full: gave up waiting for missing seqs", zap.Int64("seqs", abandoned))
 	}
-	if d.accepted == 0 && len(d.marks) == 0 {
-		return // nothing changed
+	if d.accepted == 0 && len(d.marks) == 0 && !h.anyUnsaved(d.states) {
+		return nil // nothing changed
 	}
 	// Not cancelled with the request: the rows are delivered, their state
 	// must be written even if the client went away.
 	if err := h.dedup.Persist(context.WithoutCancel(ctx), d.states, h.savePosition); err != nil {
-		// Delivered already; only a restart could now emit these rows again.
-		h.set.Logger.Warn("Could not persist the dedup state", zap.Error(err))
+		h.markUnsaved(d.states, true)
+		h.tel.StateWriteFailed(ctx)
+		h.storing.Strike(err)
+		return err
+	}
+	h.markUnsaved(d.states, false)
+	h.storing.Clear()
+	return nil
+}
+
+func (h *Source) anyUnsaved(states []*dedup.Session) bool {
+	h.unsavedMu.Lock()
+	defer h.unsavedMu.Unlock()
+	for _, st := range states {
+		if _, ok := h.unsaved[st]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+func (h *Source) markUnsaved(states []*dedup.Session, unsaved bool) {
+	h.unsavedMu.Lock()
+	defer h.unsavedMu.Unlock()
+	for _, st := range states {
+		if unsaved {
+			h.unsaved[st] = struct{}{}
+		} else {
+			delete(h.unsaved, st)
+		}
 	}
 }
 

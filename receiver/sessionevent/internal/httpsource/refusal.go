@@ -47,6 +47,15 @@ func versionError(err error, line int) *reqError {
 
 // refusal is what the client is told of a refused delivery: 400 when the
 // pipeline refused permanently, else 503 (retry the same request).
+// notStored is what the client is told of a request whose rows were
+// delivered but whose deduplication state could not be stored: 503, retry
+// the same request (it delivers nothing again, and is acknowledged once
+// the state is stored).
+func notStored(err error) *reqError {
+	return &reqError{status: http.StatusServiceUnavailable, seq: -1, reason: "state_not_stored",
+		msg: "the rows cannot be made durable now (the deduplication state could not be stored), retry later: " + err.Error()}
+}
+
 func refusal(err error) *reqError {
 	if consumererror.IsPermanent(err) {
 		return &reqError{status: http.StatusBadRequest, seq: -1, reason: "downstream_permanent",

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 
+	"github.com/dshtrace/dshtrace/internal/episode"
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/sessiontable"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/httpsource/dedup"
@@ -35,6 +36,15 @@ type Source struct {
 	trackerMu sync.Mutex
 	tracker   *logrecord.Tracker
 
+	// unsaved are the sessions whose accepted rows were delivered but whose
+	// state could not be stored: their requests are answered 503 until a
+	// write lands (guarded by unsavedMu; also under the stripe locks).
+	unsavedMu sync.Mutex
+	unsaved   map[*dedup.Session]struct{}
+	// storing is the dedup state's writes failing, refusing the pipeline
+	// refusing the rows: each logged once as it begins and ends.
+	storing, refusing *episode.Episode
+
 	srv     *http.Server
 	addr    net.Addr
 	maxBody int64
@@ -50,6 +60,13 @@ func New(cfg Config, maxLine int, set receiver.Settings, next consumer.Logs, obs
 		cfg: cfg, maxLine: maxLine, set: set, next: next, obs: obs, tel: tel, now: time.Now,
 		dedup:   dedup.NewStore(sessiontable.DefaultMaxSessions, set.Logger),
 		tracker: logrecord.NewTracker(sessiontable.DefaultMaxSessions),
+		unsaved: map[*dedup.Session]struct{}{},
+		storing: episode.New(set.Logger,
+			"Cannot store the HTTP deduplication state: requests are answered 503 with Retry-After until it can be stored (an accepted row is a stored row)",
+			"The HTTP deduplication state is stored again"),
+		refusing: episode.New(set.Logger,
+			"The pipeline refuses posted session rows: requests are answered 503 with Retry-After until it accepts them",
+			"The pipeline accepts posted session rows again"),
 	}
 }
 

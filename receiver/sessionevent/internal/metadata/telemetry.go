@@ -20,6 +20,9 @@ type Telemetry struct {
 	// BytesRead counts input bytes: decompressed request bodies, bytes read
 	// from session files (transport).
 	BytesRead metric.Int64Counter
+	// StateWriteFailures counts failed writes of the receiver's own state
+	// (transport).
+	StateWriteFailures metric.Int64Counter
 
 	meter           metric.Meter
 	filesTracked    metric.Int64ObservableGauge
@@ -43,6 +46,7 @@ const (
 	MetricRowsDuplicate = "otelcol_receiver_session_event_rows_duplicate"
 	MetricRowsRejected  = "otelcol_receiver_session_event_rows_rejected"
 	MetricBytesRead     = "otelcol_receiver_session_event_bytes_read"
+	MetricStateFailures = "otelcol_receiver_session_event_state_write_failures"
 	MetricFilesTracked  = "otelcol_receiver_session_event_files_tracked"
 	MetricDedupSessions = "otelcol_receiver_session_event_dedup_sessions"
 )
@@ -64,6 +68,9 @@ func NewTelemetry(set component.TelemetrySettings) (*Telemetry, error) {
 	errs = errors.Join(errs, err)
 	t.BytesRead, err = m.Int64Counter(MetricBytesRead, metric.WithUnit("By"),
 		metric.WithDescription("Input bytes read: decompressed HTTP request bodies, bytes read from session files."))
+	errs = errors.Join(errs, err)
+	t.StateWriteFailures, err = m.Int64Counter(MetricStateFailures, metric.WithUnit("{write}"),
+		metric.WithDescription("Writes of the receiver's own state (file checkpoints, the HTTP deduplication state) the storage extension failed; while they fail, files are not read on and requests are answered 503."))
 	errs = errors.Join(errs, err)
 	t.filesTracked, err = m.Int64ObservableGauge(MetricFilesTracked, metric.WithUnit("{file}"),
 		metric.WithDescription("Session files being tailed."))

@@ -40,10 +40,11 @@ func TestTelemetryMatchesMetadata(t *testing.T) {
 		h.RowsDuplicate(ctx, 1)
 		h.RowsRejected(ctx, 1, "json_invalid")
 		h.BytesRead(ctx, 1)
+		h.StateWriteFailed(ctx)
 	}
 
 	names := []string{MetricRowsAccepted, MetricRowsDuplicate, MetricRowsRejected, MetricBytesRead,
-		MetricFilesTracked, MetricDedupSessions}
+		MetricStateFailures, MetricFilesTracked, MetricDedupSessions}
 	require.Len(t, metrics, len(names), "metadata.yaml documents other metrics than the code creates")
 	for _, name := range names {
 		spec, ok := metrics[name[len("otelcol_"):]].(map[string]any)

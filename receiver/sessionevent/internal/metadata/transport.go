@@ -54,6 +54,11 @@ func (tt *TransportTelemetry) RowsRejected(ctx context.Context, n int64, reason 
 		attribute.String(AttributeTransport, tt.transport), attribute.String(AttributeReason, reason)))
 }
 
+// StateWriteFailed counts one failed write of the transport's state.
+func (tt *TransportTelemetry) StateWriteFailed(ctx context.Context) {
+	tt.t.StateWriteFailures.Add(ctx, 1, tt.attrs)
+}
+
 // BytesRead counts n input bytes read.
 func (tt *TransportTelemetry) BytesRead(ctx context.Context, n int64) {
 	tt.t.BytesRead.Add(ctx, n, tt.attrs)
