@@ -21,7 +21,8 @@ const (
 	faultSelf   = "http://127.0.0.1:17990/metrics"
 )
 
-var faultJaeger = jaegerPorts{otlpGRPC: 35317, otlpHTTP: 35318, queryHTTP: 37686, queryGRPC: 37685, health: 34133}
+// Below the ephemeral port range (32768 on), where a client connection could hold one.
+var faultJaeger = jaegerPorts{otlpGRPC: 22317, otlpHTTP: 22318, queryHTTP: 22686, queryGRPC: 22685, health: 22133}
 
 // faultAddrs are every address the fault tests listen on.
 func faultAddrs() []string {

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
+	"github.com/dshtrace/dshtrace/internal/episode"
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/internal/turnrender"
@@ -85,6 +86,10 @@ type core struct {
 	// so the telemetry callback never takes mu.
 	open, sessions, lag, heldTurns atomic.Int64
 
+	// journaling is the journal's writes failing: logged once as it begins
+	// and ends.
+	journaling *episode.Episode
+
 	// held are the turns the traces consumer refused, rendered, offered
 	// again at the start of every pass; no pass applies anything while
 	// they are held. heldSince is when the refusals began. Both are
@@ -145,6 +150,9 @@ func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core
 		return nil, err
 	}
 	c.tel = tel
+	c.journaling = episode.New(set.Logger,
+		"Cannot write the journal: batches are refused (their senders retry) until a write lands; the sessions concerned are rewritten whole then",
+		"The journal is written again")
 	return c, nil
 }
 
@@ -352,10 +360,13 @@ func (c *core) sweep(ctx context.Context) {
 	}})
 	switch {
 	case err == nil || errors.Is(err, errShutdown):
+	case errors.Is(err, errHeld), errors.Is(err, errJournalWrite):
+		// Said once when it began (held.go, writeJournal); the next pass
+		// tries again.
 	case !synced:
 		c.logger.Warn("Changelog unreadable; the sweep waits for it", zap.Error(err))
 	default:
-		c.logger.Warn("Journal write after a sweep failed; the next batch of those sessions rewrites their state", zap.Error(err))
+		c.logger.Warn("The sweep failed; the next one tries again", zap.Error(err))
 	}
 }
 

@@ -497,6 +497,9 @@ func (c *core) journalOps(keep map[string]*kept, turns []*turnengine.Turn) []*st
 	return c.journal.update(c.engine, ids, keep, c.engine.DrainForgotten())
 }
 
+// errJournalWrite: a pass's journal write failed; the batch is refused.
+var errJournalWrite = errors.New("turn_state: write the journal")
+
 // writeJournal writes the journal operations of one pass in one storage
 // batch. A failed write leaves the sessions it was for behind: the next
 // pass rewrites them whole (journal_lag counts them meanwhile). Callers
@@ -517,9 +520,11 @@ func (c *core) writeJournal(ctx context.Context, ops []*storage.Operation) error
 		}
 		c.lag.Store(int64(len(j.behind)))
 		c.tel.JournalFailures.Add(ctx, 1)
-		return fmt.Errorf("turn_state: write the journal: %w", err)
+		c.journaling.Strike(err)
+		return fmt.Errorf("%w: %w", errJournalWrite, err)
 	}
 	c.lag.Store(int64(len(j.behind)))
+	c.journaling.Clear()
 	return nil
 }
 
