@@ -154,16 +154,18 @@ e2e: otelcol-dsh
 	echo "== e2e ($(CORPUS_LINE))" && \
 	OTELCOL_DSH=$(abspath $(OTELCOL)) $(GO) test -tags e2e -count=1 -timeout 15m -v ./e2e/
 
-# The random-kill soak (e2e TestRandomKill, which `make e2e` runs with 20
-# kills): 30 tailed and 10 HTTP live sessions, otelcol-dsh killed at 200 random
-# instants and restarted each time, judged on Jaeger and a log-row sink. The
-# seed is printed; DSH_SOAK_SEED=N reproduces the instants, DSH_SOAK_KILLS=N
-# sets the count.
+# The soak: the fault tests of `make e2e`, longer (DSH_SOAK=1), each with
+# its seed printed (DSH_SOAK_SEED, DSH_FULLDISK_SEED, DSH_OUTAGE_SEED, …
+# reproduce them): otelcol-dsh killed at 200 random instants while 30 tailed
+# and 10 HTTP live sessions flow (DSH_SOAK_KILLS sets the count), the state
+# directory full three times for a minute, Jaeger away for ten minutes,
+# every state file damaged, and the Kafka broker restarted.
 DSH_SOAK_KILLS ?= 200
+SOAK_TESTS ?= TestRandomKill|TestFullDisk|TestLongOutage|TestDamagedState|TestBrokerRestart
 soak: otelcol-dsh
-	eval "$$($(TOOLS) jaeger)" && export JAEGER && \
-	OTELCOL_DSH=$(abspath $(OTELCOL)) DSH_SOAK_KILLS=$(DSH_SOAK_KILLS) \
-		$(GO) test -tags e2e -count=1 -timeout 60m -v -run '^TestRandomKill$$' ./e2e/
+	eval "$$($(TOOLS))" && export JAEGER KFAKE && \
+	OTELCOL_DSH=$(abspath $(OTELCOL)) DSH_SOAK=1 DSH_SOAK_KILLS=$(DSH_SOAK_KILLS) \
+		$(GO) test -tags e2e -count=1 -timeout 90m -v -run '^($(SOAK_TESTS))$$' ./e2e/
 
 # The deploy kit on its own: promtool on the rules and their unit tests, the
 # dashboard's JSON, and every example collector config validated by the
