@@ -54,6 +54,7 @@ func (t *Source) FilesTracked() int64 {
 // Start opens the checkpoint storage (memory only without files::storage)
 // and starts polling in a goroutine.
 func (t *Source) Start(ctx context.Context, host component.Host) error {
+	t.tel.StateWritesWatched(ctx)
 	client, err := storageclient.OpenOptional(ctx, host, t.cfg.Storage, component.KindReceiver, t.set.ID, "files", metadata.Type.String())
 	if err != nil {
 		return err

@@ -62,6 +62,7 @@ func mediaTypeAccepted(ct string) bool {
 // Start loads the dedup state from the storage extension, if one is
 // configured, and starts serving. It does not block.
 func (h *Source) Start(ctx context.Context, host component.Host) error {
+	h.tel.StateWritesWatched(ctx)
 	if h.cfg.Storage != nil {
 		c, err := storageclient.Open(ctx, host, *h.cfg.Storage, component.KindReceiver, h.set.ID, "http", metadata.Type.String())
 		if err != nil {
