@@ -55,9 +55,13 @@ func TestDshV4Export(t *testing.T) {
 func TestDshV0Export(t *testing.T) {
 	dir := testcorpus.Dir(t)
 	for _, rel := range []string{"v0/examples/acp-agent/tests/snapshots/parallel-tool-calls/session.jsonl",
-		"v0/examples/acp-agent/tests/snapshots/code-mode-turn/session.jsonl", "v0/apps/web/tests/snapshots/goal-multi-turn-actions/session.jsonl"} {
+		"v0/examples/acp-agent/tests/snapshots/code-mode-turn/session.jsonl", "v0/apps/web/tests/snapshots/goal-multi-turn-actions/session.jsonl",
+		// A fork: the export names its parent and seed length on every
+		// record, so its inherited turns are the parent's, not its own.
+		"v0/examples/acp-agent/tests/snapshots/subagent-fork-in-process/session.1.jsonl"} {
 		path := filepath.Join(dir, rel)
 		session, envs := testlog.Envelopes(t, path)
+		hdr := headerOf(t, path)
 		ld := plog.NewLogs()
 		rl := ld.ResourceLogs().AppendEmpty()
 		lrs := rl.ScopeLogs().AppendEmpty().LogRecords()
@@ -79,6 +83,13 @@ func TestDshV0Export(t *testing.T) {
 			lr.Attributes().PutStr("session.id", session)
 			lr.Attributes().PutStr("event.type", env["type"].(string))
 			lr.Attributes().PutInt("event.seq", int64(env["seq"].(float64)))
+			if hdr != nil && hdr.Cwd != "" {
+				lr.Attributes().PutStr("session.cwd", hdr.Cwd)
+			}
+			if hdr != nil && hdr.HasSeedLength {
+				lr.Attributes().PutStr("session.parent_id", hdr.ParentSession)
+				lr.Attributes().PutInt("session.seed_length", hdr.SeedLength)
+			}
 		}
 		got := feed(t, ld)
 		want := replay(t, path, session)

@@ -176,7 +176,27 @@ func (r *Reader) Read(res pcommon.Resource, lr plog.LogRecord) (Record, error) {
 	if err != nil {
 		return Record{}, fmt.Errorf("%w: %v", ErrNotSession, err)
 	}
+	r.v0Header(session, attrs)
 	return r.decode(session, OriginDshV0, b, false, attrs)
+}
+
+// v0Header gives a session read from dsh v0's export the header that
+// export leaves out, made of what each of its records says of it
+// (docs/format.md §10.2): the working directory, and for a fork its
+// parent and seed length — so that a fork's inherited events are placed
+// as the parent's, as with a header. A session with a header keeps it.
+func (r *Reader) v0Header(session string, attrs pcommon.Map) {
+	st := r.state(session)
+	if st.header != nil {
+		return
+	}
+	cwd, parent := strAttr(attrs, "session.cwd"), strAttr(attrs, "session.parent_id")
+	seed, hasSeed := intAttr(attrs, "session.seed_length")
+	if cwd == "" && parent == "" && !hasSeed {
+		return
+	}
+	st.header = &sessionlog.Header{ID: st.id, Cwd: strings.Clone(cwd), ParentSession: strings.Clone(parent),
+		SeedLength: seed, HasSeedLength: hasSeed}
 }
 
 // adoptVersion lets a record's format version attribute fix the format of
