@@ -91,221 +91,15 @@ func TestEndToEnd(t *testing.T) {
 	poll(t, "prometheus ready", 30*time.Second, httpOK(promURL+"/-/ready"), prom)
 	procs := []*process{jaeger, otelcol, prom}
 
-	t.Run("ingest", func(t *testing.T) {
-		// Everything present before the start (and the complete lines of the
-		// live file) is read from the beginning.
-		poll(t, "tailed rows accepted", 30*time.Second, func() error {
-			n, err := acceptedRecords(ctx)
-			if err == nil && n != float64(tailRows) {
-				err = fmt.Errorf("accepted %v log records, want %d", n, tailRows)
-			}
-			return err
-		}, procs...)
-
-		for _, s := range ss {
-			switch s.via {
-			case viaPost, viaPostGzip, viaPostZstd:
-				res := post(t, collectorHTTP+"/v1/sessions/"+s.id+"/events", s.via, s.body)
-				if res.code != http.StatusAccepted || res.Accepted == 0 || res.Duplicates != 0 {
-					t.Errorf("%s: HTTP %d %s; want 202 with rows accepted and no duplicates", s.file, res.code, res.raw)
-				}
-			case viaWire:
-				res := post(t, collectorHTTP+"/v1/session-events", s.via, s.body)
-				if res.code != http.StatusAccepted || res.Accepted == 0 {
-					t.Errorf("%s: HTTP %d %s; want 202 with rows accepted", s.file, res.code, res.raw)
-				}
-			}
-		}
-		// Re-posting is idempotent: everything is a duplicate, nothing is
-		// emitted again (the metrics below would count it twice).
-		again := ss[0]
-		res := post(t, collectorHTTP+"/v1/sessions/"+again.id+"/events", viaPost, again.body)
-		if res.code != http.StatusAccepted || res.Accepted != 0 || res.Duplicates == 0 {
-			t.Errorf("re-post of %s: HTTP %d %s; want 202, all duplicates", again.file, res.code, res.raw)
-		}
-		// A bad line rejects the whole request, naming the line.
-		bad := append([]byte(strings.SplitAfter(string(ss[1].body), "\n")[0]), []byte("{not json\n")...)
-		res = post(t, collectorHTTP+"/v1/sessions/e2e-rejected/events", viaPost, bad)
-		if res.code != http.StatusBadRequest || !strings.Contains(res.raw, `"line"`) {
-			t.Errorf("bad body: HTTP %d %s; want 400 naming the line", res.code, res.raw)
-		}
-
-		// The live file gets the rest of its bytes.
-		appendFile(t, filepath.Join(dshRoot, "--e2e--", live.id, "session.jsonl"), live.body[len(firstHalf):])
-	})
-
-	t.Run("traces", func(t *testing.T) {
-		for _, turn := range want.turns {
-			wantTD := traceOf(turn)
-			id := turnrender.TraceID(turn.SessionID, turn.Number)
-			name := fmt.Sprintf("%s/turn-%d", turn.SessionID, turn.Number)
-			var diffs []string
-			poll(t, name+" in Jaeger", 60*time.Second, func() error {
-				got, err := jaegerTrace(ctx, jaegerQuery, id)
-				if err != nil {
-					return err
-				}
-				if got.SpanCount() < wantTD.SpanCount() {
-					return fmt.Errorf("%d of %d spans stored", got.SpanCount(), wantTD.SpanCount())
-				}
-				diffs = compareTrace(wantTD, got)
-				return nil
-			}, procs...)
-			for _, d := range diffs {
-				t.Errorf("%s (trace %s): %s", name, id, d)
-			}
-		}
-		services, err := jaegerServices(ctx, jaegerQuery)
-		if err != nil || !contains(services, turnengine.DefaultAgentName) {
-			t.Errorf("Jaeger services %v (%v): want the agent %q among them", services, err, turnengine.DefaultAgentName)
-		}
-	})
-
-	t.Run("span trees", func(t *testing.T) {
-		for _, o := range outlines {
-			id := turnrender.TraceID(o.session, o.turn)
-			got, err := jaegerTrace(ctx, jaegerQuery, id)
-			if err != nil {
-				t.Errorf("%s turn %d: %v", o.session, o.turn, err)
-				continue
-			}
-			if g := outline(got); g != o.tree {
-				t.Errorf("%s turn %d: span tree\n%s\nwant\n%s", o.session, o.turn, g, o.tree)
-			}
-		}
-	})
-
-	t.Run("metrics", func(t *testing.T) {
-		wantSeries := expectedSeries(want.metrics)
-		var diffs []string
-		deadline := time.Now().Add(60 * time.Second)
-		for {
-			got, err := storedSeries(ctx, promURL, exporterJob, wantSeries)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diffs = diffSeries(wantSeries, got); len(diffs) == 0 || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(500 * time.Millisecond)
-		}
-		for _, d := range diffs {
-			t.Error(d)
-		}
-		// The hand-checked facts behind the numbers.
-		for expr, min := range map[string]float64{
-			`sum(dsh_turns_total{dsh_turn_end_reason="error"})`:       2,
-			`sum(dsh_turns_total{dsh_turn_end_reason="aborted"})`:     2,
-			`sum(dsh_turns_total{dsh_turn_end_reason="max-tokens"})`:  2,
-			`sum(dsh_turns_total{dsh_turn_end_reason="interrupted"})`: 1,
-			`sum(dsh_turns_total{dsh_turn_end_reason="dangling"})`:    1,
-			`sum(dsh_tool_calls_total{dsh_tool_outcome="error"})`:     1,
-			`sum(dsh_usage_tokens_total{gen_ai_token_type="output"})`: 1,
-			`sum(dsh_turns_open)`: 0,
-		} {
-			res, err := promQuery(ctx, promURL, expr)
-			if err != nil || len(res) != 1 || res[0].value < min || (min == 0 && res[0].value != 0) {
-				t.Errorf("%s = %v (%v), want ≥ %v", expr, res, err, min)
-			}
-		}
-	})
-
-	t.Run("promtool check metrics", func(t *testing.T) {
-		for _, c := range []struct {
-			url  string
-			args []string
-		}{
-			{exporterURL, []string{"check", "metrics"}},                          // full lint: names, units, help
-			{selfURL, []string{"check", "metrics", "--extended", "--lint=none"}}, // v0.165 self-metrics have no _total by design
-		} {
-			code, body, err := get(ctx, c.url)
-			if err != nil || code != http.StatusOK {
-				t.Fatalf("GET %s: %d %v", c.url, code, err)
-			}
-			cmd := exec.Command(promtool, c.args...)
-			cmd.Stdin = bytes.NewReader(body)
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Errorf("promtool %s < %s: %v\n%s", strings.Join(c.args, " "), c.url, err, out)
-			}
-		}
-	})
-
-	t.Run("exemplars", func(t *testing.T) {
-		// Histograms carry the trace and span id of what they measured, as
-		// exemplars of the flush after the turn closed. A probe session with
-		// current timestamps, posted once Prometheus scrapes, must leave its
-		// trace id in Prometheus's exemplar storage (replayed corpus times
-		// are older than what a series already holds, and Prometheus drops
-		// out-of-order exemplars).
-		poll(t, "first scrape", 30*time.Second, returnsSeries(ctx, `up{job="otelcol-dsh"} == 1`), procs...)
-		const probe = "e2e-exemplar-probe"
-		res := post(t, collectorHTTP+"/v1/sessions/"+probe+"/events", viaPost, shiftTimes(t, "../testdata/seed/sample.jsonl", time.Now()))
-		if res.code != http.StatusAccepted {
-			t.Fatalf("probe: HTTP %d %s", res.code, res.raw)
-		}
-		trace := turnrender.TraceID(probe, 1)
-		poll(t, "probe trace in Jaeger", 30*time.Second, func() error {
-			_, err := jaegerTrace(ctx, jaegerQuery, trace)
-			return err
-		}, procs...)
-		for _, m := range []string{"dsh_turn_duration_seconds_bucket", "gen_ai_client_inference_duration_seconds_bucket", "gen_ai_execute_tool_duration_seconds_bucket", "gen_ai_invoke_agent_duration_seconds_bucket"} {
-			poll(t, m+" exemplar of the probe turn", 30*time.Second, func() error {
-				return exemplarLinksTo(ctx, m, trace.String())
-			}, procs...)
-		}
-	})
-
-	t.Run("dashboard queries", func(t *testing.T) {
-		// The late-closed panel needs a turn that dangled and was ended
-		// later: a crash-repaired session, cut mid-turn, left past the
-		// dangling timeout (3s), then given dsh's repair.
-		lateCloseAfterDangling(t, ctx, procs)
-		exprs, err := dashboardExprs(filepath.Join("..", "deploy", "grafana", "dshtrace-dashboard.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(exprs) < 20 {
-			t.Fatalf("only %d expressions in the dashboard", len(exprs))
-		}
-		for _, e := range exprs {
-			poll(t, "dashboard: "+e, 30*time.Second, returnsSeries(ctx, e), procs...)
-			poll(t, "dashboard selectors: "+e, 30*time.Second, selectsSeries(ctx, promURL, e), procs...)
-		}
-	})
-
-	t.Run("rules", func(t *testing.T) {
-		var rules []rule
-		start := time.Now()
-		poll(t, "every rule evaluated healthy", 30*time.Second, func() error {
-			var err error
-			if rules, err = promRules(ctx, promURL); err != nil {
-				return err
-			}
-			if len(rules) < 15 {
-				return fmt.Errorf("%d rules loaded", len(rules))
-			}
-			for _, r := range rules {
-				if r.Health != "ok" || r.LastEvaluation.Before(start) {
-					return fmt.Errorf("rule %s: health %q %s, last evaluated %v", r.Name, r.Health, r.LastError, r.LastEvaluation)
-				}
-			}
-			return nil
-		}, procs...)
-		for _, r := range rules {
-			q := r.Query
-			if r.Type == "alerting" {
-				if _, err := promQuery(ctx, promURL, q); err != nil {
-					t.Errorf("alert %s: %v", r.Name, err)
-				}
-				q = withBool(q)
-			}
-			poll(t, r.Type+" rule "+r.Name+": "+q, 30*time.Second, returnsSeries(ctx, q), procs...)
-			poll(t, r.Type+" rule "+r.Name+" selectors", 30*time.Second, selectsSeries(ctx, promURL, r.Query), procs...)
-			if r.Type == "recording" {
-				poll(t, "recorded series "+r.Name, 30*time.Second, returnsSeries(ctx, r.Name), procs...)
-			}
-		}
-	})
+	e := &endToEnd{ctx: ctx, ss: ss, want: want, procs: procs, tailRows: tailRows, live: live, firstHalf: firstHalf, dshRoot: dshRoot, promtool: promtool}
+	t.Run("ingest", e.ingest)
+	t.Run("traces", e.traces)
+	t.Run("span trees", e.spanTrees)
+	t.Run("metrics", e.metrics)
+	t.Run("promtool check metrics", e.promtoolCheckMetrics)
+	t.Run("exemplars", e.exemplars)
+	t.Run("dashboard queries", e.dashboardQueries)
+	t.Run("rules", e.rules)
 
 	// A clean stop: every process exits on SIGTERM within its grace time.
 	for _, p := range []*process{prom, otelcol, jaeger} {
@@ -315,6 +109,257 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if strings.Contains(otelcol.output(), "panic:") {
 		t.Errorf("otelcol-dsh panicked:\n%s", otelcol.tail(60))
+	}
+}
+
+// endToEnd is one run of TestEndToEnd: the sessions fed, what they must
+// give, the processes, and what the steps share.
+type endToEnd struct {
+	ctx       context.Context
+	ss        []session
+	want      expectation
+	procs     []*process
+	tailRows  int
+	live      session
+	firstHalf []byte
+	dshRoot   string
+	promtool  string
+}
+
+// ingest feeds every session — the tailed files present at the start, the posts in
+// each encoding and line wrapper, the live file's second half — and checks the
+// receiver's answers: accepted, idempotent, a bad line refused whole.
+func (e *endToEnd) ingest(t *testing.T) {
+	ctx, ss, procs, tailRows, live, firstHalf, dshRoot := e.ctx, e.ss, e.procs, e.tailRows, e.live, e.firstHalf, e.dshRoot
+	// Everything present before the start (and the complete lines of the
+	// live file) is read from the beginning.
+	poll(t, "tailed rows accepted", 30*time.Second, func() error {
+		n, err := acceptedRecords(ctx)
+		if err == nil && n != float64(tailRows) {
+			err = fmt.Errorf("accepted %v log records, want %d", n, tailRows)
+		}
+		return err
+	}, procs...)
+
+	for _, s := range ss {
+		switch s.via {
+		case viaPost, viaPostGzip, viaPostZstd:
+			res := post(t, collectorHTTP+"/v1/sessions/"+s.id+"/events", s.via, s.body)
+			if res.code != http.StatusAccepted || res.Accepted == 0 || res.Duplicates != 0 {
+				t.Errorf("%s: HTTP %d %s; want 202 with rows accepted and no duplicates", s.file, res.code, res.raw)
+			}
+		case viaWire:
+			res := post(t, collectorHTTP+"/v1/session-events", s.via, s.body)
+			if res.code != http.StatusAccepted || res.Accepted == 0 {
+				t.Errorf("%s: HTTP %d %s; want 202 with rows accepted", s.file, res.code, res.raw)
+			}
+		}
+	}
+	// Re-posting is idempotent: everything is a duplicate, nothing is
+	// emitted again (the metrics below would count it twice).
+	again := ss[0]
+	res := post(t, collectorHTTP+"/v1/sessions/"+again.id+"/events", viaPost, again.body)
+	if res.code != http.StatusAccepted || res.Accepted != 0 || res.Duplicates == 0 {
+		t.Errorf("re-post of %s: HTTP %d %s; want 202, all duplicates", again.file, res.code, res.raw)
+	}
+	// A bad line rejects the whole request, naming the line.
+	bad := append([]byte(strings.SplitAfter(string(ss[1].body), "\n")[0]), []byte("{not json\n")...)
+	res = post(t, collectorHTTP+"/v1/sessions/e2e-rejected/events", viaPost, bad)
+	if res.code != http.StatusBadRequest || !strings.Contains(res.raw, `"line"`) {
+		t.Errorf("bad body: HTTP %d %s; want 400 naming the line", res.code, res.raw)
+	}
+
+	// The live file gets the rest of its bytes.
+	appendFile(t, filepath.Join(dshRoot, "--e2e--", live.id, "session.jsonl"), live.body[len(firstHalf):])
+}
+
+// traces checks every expected turn's trace in Jaeger, span by span.
+func (e *endToEnd) traces(t *testing.T) {
+	ctx, want, procs := e.ctx, e.want, e.procs
+	for _, turn := range want.turns {
+		wantTD := traceOf(turn)
+		id := turnrender.TraceID(turn.SessionID, turn.Number)
+		name := fmt.Sprintf("%s/turn-%d", turn.SessionID, turn.Number)
+		var diffs []string
+		poll(t, name+" in Jaeger", 60*time.Second, func() error {
+			got, err := jaegerTrace(ctx, jaegerQuery, id)
+			if err != nil {
+				return err
+			}
+			if got.SpanCount() < wantTD.SpanCount() {
+				return fmt.Errorf("%d of %d spans stored", got.SpanCount(), wantTD.SpanCount())
+			}
+			diffs = compareTrace(wantTD, got)
+			return nil
+		}, procs...)
+		for _, d := range diffs {
+			t.Errorf("%s (trace %s): %s", name, id, d)
+		}
+	}
+	services, err := jaegerServices(ctx, jaegerQuery)
+	if err != nil || !contains(services, turnengine.DefaultAgentName) {
+		t.Errorf("Jaeger services %v (%v): want the agent %q among them", services, err, turnengine.DefaultAgentName)
+	}
+}
+
+// spanTrees checks the hand-written span trees of chosen turns.
+func (e *endToEnd) spanTrees(t *testing.T) {
+	ctx := e.ctx
+	for _, o := range outlines {
+		id := turnrender.TraceID(o.session, o.turn)
+		got, err := jaegerTrace(ctx, jaegerQuery, id)
+		if err != nil {
+			t.Errorf("%s turn %d: %v", o.session, o.turn, err)
+			continue
+		}
+		if g := outline(got); g != o.tree {
+			t.Errorf("%s turn %d: span tree\n%s\nwant\n%s", o.session, o.turn, g, o.tree)
+		}
+	}
+}
+
+// metrics checks every expected series in Prometheus, and the hand-checked facts
+// behind the numbers.
+func (e *endToEnd) metrics(t *testing.T) {
+	ctx, want := e.ctx, e.want
+	wantSeries := expectedSeries(want.metrics)
+	var diffs []string
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		got, err := storedSeries(ctx, promURL, exporterJob, wantSeries)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diffs = diffSeries(wantSeries, got); len(diffs) == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	for _, d := range diffs {
+		t.Error(d)
+	}
+	// The hand-checked facts behind the numbers.
+	for expr, min := range map[string]float64{
+		`sum(dsh_turns_total{dsh_turn_end_reason="error"})`:       2,
+		`sum(dsh_turns_total{dsh_turn_end_reason="aborted"})`:     2,
+		`sum(dsh_turns_total{dsh_turn_end_reason="max-tokens"})`:  2,
+		`sum(dsh_turns_total{dsh_turn_end_reason="interrupted"})`: 1,
+		`sum(dsh_turns_total{dsh_turn_end_reason="dangling"})`:    1,
+		`sum(dsh_tool_calls_total{dsh_tool_outcome="error"})`:     1,
+		`sum(dsh_usage_tokens_total{gen_ai_token_type="output"})`: 1,
+		`sum(dsh_turns_open)`: 0,
+	} {
+		res, err := promQuery(ctx, promURL, expr)
+		if err != nil || len(res) != 1 || res[0].value < min || (min == 0 && res[0].value != 0) {
+			t.Errorf("%s = %v (%v), want ≥ %v", expr, res, err, min)
+		}
+	}
+}
+
+// promtoolCheckMetrics lints both metrics endpoints with promtool.
+func (e *endToEnd) promtoolCheckMetrics(t *testing.T) {
+	ctx, promtool := e.ctx, e.promtool
+	for _, c := range []struct {
+		url  string
+		args []string
+	}{
+		{exporterURL, []string{"check", "metrics"}},                          // full lint: names, units, help
+		{selfURL, []string{"check", "metrics", "--extended", "--lint=none"}}, // v0.165 self-metrics have no _total by design
+	} {
+		code, body, err := get(ctx, c.url)
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("GET %s: %d %v", c.url, code, err)
+		}
+		cmd := exec.Command(promtool, c.args...)
+		cmd.Stdin = bytes.NewReader(body)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool %s < %s: %v\n%s", strings.Join(c.args, " "), c.url, err, out)
+		}
+	}
+}
+
+// exemplars checks that the histograms' exemplars link to a probe turn's trace.
+func (e *endToEnd) exemplars(t *testing.T) {
+	ctx, procs := e.ctx, e.procs
+	// Histograms carry the trace and span id of what they measured, as
+	// exemplars of the flush after the turn closed. A probe session with
+	// current timestamps, posted once Prometheus scrapes, must leave its
+	// trace id in Prometheus's exemplar storage (replayed corpus times
+	// are older than what a series already holds, and Prometheus drops
+	// out-of-order exemplars).
+	poll(t, "first scrape", 30*time.Second, returnsSeries(ctx, `up{job="otelcol-dsh"} == 1`), procs...)
+	const probe = "e2e-exemplar-probe"
+	res := post(t, collectorHTTP+"/v1/sessions/"+probe+"/events", viaPost, shiftTimes(t, "../testdata/seed/sample.jsonl", time.Now()))
+	if res.code != http.StatusAccepted {
+		t.Fatalf("probe: HTTP %d %s", res.code, res.raw)
+	}
+	trace := turnrender.TraceID(probe, 1)
+	poll(t, "probe trace in Jaeger", 30*time.Second, func() error {
+		_, err := jaegerTrace(ctx, jaegerQuery, trace)
+		return err
+	}, procs...)
+	for _, m := range []string{"dsh_turn_duration_seconds_bucket", "gen_ai_client_inference_duration_seconds_bucket", "gen_ai_execute_tool_duration_seconds_bucket", "gen_ai_invoke_agent_duration_seconds_bucket"} {
+		poll(t, m+" exemplar of the probe turn", 30*time.Second, func() error {
+			return exemplarLinksTo(ctx, m, trace.String())
+		}, procs...)
+	}
+}
+
+// dashboardQueries checks that every dashboard expression returns series and each of
+// its selectors selects some.
+func (e *endToEnd) dashboardQueries(t *testing.T) {
+	ctx, procs := e.ctx, e.procs
+	// The late-closed panel needs a turn that dangled and was ended
+	// later: a crash-repaired session, cut mid-turn, left past the
+	// dangling timeout (3s), then given dsh's repair.
+	lateCloseAfterDangling(t, ctx, procs)
+	exprs, err := dashboardExprs(filepath.Join("..", "deploy", "grafana", "dshtrace-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(exprs) < 20 {
+		t.Fatalf("only %d expressions in the dashboard", len(exprs))
+	}
+	for _, e := range exprs {
+		poll(t, "dashboard: "+e, 30*time.Second, returnsSeries(ctx, e), procs...)
+		poll(t, "dashboard selectors: "+e, 30*time.Second, selectsSeries(ctx, promURL, e), procs...)
+	}
+}
+
+// rules checks that every recording and alerting rule evaluates healthy on real
+// series.
+func (e *endToEnd) rules(t *testing.T) {
+	ctx, procs := e.ctx, e.procs
+	var rules []rule
+	start := time.Now()
+	poll(t, "every rule evaluated healthy", 30*time.Second, func() error {
+		var err error
+		if rules, err = promRules(ctx, promURL); err != nil {
+			return err
+		}
+		if len(rules) < 15 {
+			return fmt.Errorf("%d rules loaded", len(rules))
+		}
+		for _, r := range rules {
+			if r.Health != "ok" || r.LastEvaluation.Before(start) {
+				return fmt.Errorf("rule %s: health %q %s, last evaluated %v", r.Name, r.Health, r.LastError, r.LastEvaluation)
+			}
+		}
+		return nil
+	}, procs...)
+	for _, r := range rules {
+		q := r.Query
+		if r.Type == "alerting" {
+			if _, err := promQuery(ctx, promURL, q); err != nil {
+				t.Errorf("alert %s: %v", r.Name, err)
+			}
+			q = withBool(q)
+		}
+		poll(t, r.Type+" rule "+r.Name+": "+q, 30*time.Second, returnsSeries(ctx, q), procs...)
+		poll(t, r.Type+" rule "+r.Name+" selectors", 30*time.Second, selectsSeries(ctx, promURL, r.Query), procs...)
+		if r.Type == "recording" {
+			poll(t, "recorded series "+r.Name, 30*time.Second, returnsSeries(ctx, r.Name), procs...)
+		}
 	}
 }
 
