@@ -148,11 +148,12 @@ otelcol-dsh:
 demo: otelcol-dsh
 	OTELCOL_DSH=$(abspath $(OTELCOL)) exec e2e/demo.sh
 
-# The end-to-end suite on real Jaeger v2 and Prometheus 3 (e2e/).
-e2e: otelcol-dsh
+# The end-to-end suite on real Jaeger v2 and Prometheus 3 (e2e/), and the
+# replay pages in headless Chromium (TestReplayPages).
+e2e: otelcol-dsh build
 	eval "$$($(TOOLS))" && export JAEGER PROMETHEUS PROMTOOL KFAKE && \
 	echo "== e2e ($(CORPUS_LINE))" && \
-	OTELCOL_DSH=$(abspath $(OTELCOL)) $(GO) test -tags e2e -count=1 -timeout 15m -v ./e2e/
+	OTELCOL_DSH=$(abspath $(OTELCOL)) DSHTRACE=$(abspath $(BIN)/dshtrace) $(GO) test -tags e2e -count=1 -timeout 15m -v ./e2e/
 
 # The soak: the fault tests of `make e2e`, longer (DSH_SOAK=1), each with
 # its seed printed (DSH_SOAK_SEED, DSH_FULLDISK_SEED, DSH_OUTAGE_SEED, …
