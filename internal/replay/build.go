@@ -173,7 +173,7 @@ func (b *builder) state(id string) *state {
 	}
 	id = strings.Clone(id) // a view into the row, whose memory the decoder reuses
 	s := &Session{ID: id, messages: map[int64]Msg{}, homes: map[int64]string{},
-		cites: map[int64][]int64{}, rowOf: map[int64]*Row{}, callAt: map[string]string{}, ids: map[string]int{},
+		cites: map[int64][]int64{}, callAt: map[string]string{}, ids: map[string]int{},
 		Agent: b.opts.AgentName}
 	if n := len(b.order); n > 0 {
 		s.Prefix = "s" + strconv.Itoa(n+1) + "."
@@ -188,9 +188,6 @@ func (b *builder) state(id string) *state {
 	if len(b.early) > 0 {
 		// The rows read before it (the first session's prefix is "": their
 		// anchors stand).
-		for _, r := range b.early {
-			s.ids[r.Anchor]++
-		}
 		s.Rows = b.early
 		st.gap = &Block{Rows: b.early}
 		s.Blocks = append(s.Blocks, st.gap)
@@ -199,8 +196,17 @@ func (b *builder) state(id string) *state {
 	return st
 }
 
+// again is the element id of a row whose seq an earlier row had (a
+// hostile log's repeat): seq-N~2, seq-N~3, …
+func (s *Session) again(name string) string {
+	n := max(s.ids[name], 1) + 1
+	s.ids[name] = n
+	return s.Prefix + name + "~" + strconv.Itoa(n)
+}
+
 // anchor returns a unique element id of the session for name: name itself
-// the first time, name~2, name~3, … after.
+// the first time, name~2, name~3, … after. (Rows, whose seqs and lines
+// are unique, and messages, shown in full once, need no such count.)
 func (s *Session) anchor(name string) string {
 	n := s.ids[name]
 	s.ids[name] = n + 1
@@ -254,15 +260,18 @@ func (b *builder) row(r *sessionlog.Row, dec *sessionlog.Decoder) {
 	case len(r.Events) > 0:
 		e := &r.Events[0]
 		row.Seq, row.Count, row.Type, row.Time = e.Seq, len(r.Events), b.name(e.Type), e.Time
-		row.Anchor = s.anchor("seq-" + strconv.FormatInt(e.Seq, 10))
+		row.Anchor = s.Prefix + "seq-" + strconv.FormatInt(e.Seq, 10)
+		if s.rowOf.get(e.Seq) != nil {
+			row.Anchor = s.again("seq-" + strconv.FormatInt(e.Seq, 10))
+		}
 	case r.Kind == sessionlog.RowHeader:
-		row.Type, row.Anchor = "session header", s.anchor("line-"+strconv.Itoa(r.Line))
+		row.Type, row.Anchor = "session header", s.Prefix+"line-"+strconv.Itoa(r.Line)
 		if r.Header != nil {
 			row.Time = r.Header.CreatedAt
 			s.Header = ownHeader(r.Header)
 		}
 	default:
-		row.Type, row.Anchor = r.Kind.String(), s.anchor("line-"+strconv.Itoa(r.Line))
+		row.Type, row.Anchor = r.Kind.String(), s.Prefix+"line-"+strconv.Itoa(r.Line)
 		if r.Method != "" {
 			row.Type = b.name(r.Method)
 		}
@@ -286,9 +295,7 @@ func (b *builder) row(r *sessionlog.Row, dec *sessionlog.Decoder) {
 				row.Turn = t.Number
 			}
 		}
-		if _, ok := s.rowOf[r.Events[i].Seq]; !ok { // a repeated seq: the first row stands
-			s.rowOf[r.Events[i].Seq] = row
-		}
+		s.rowOf.add(r.Events[i].Seq, row)
 	}
 	if b.last != st {
 		return
@@ -589,7 +596,7 @@ func (b *builder) call(st *state, tc *turnengine.ToolCall, step *Step) *Call {
 	}
 	c.Error = st.errors[c.ResultSeq]
 	for _, seq := range []int64{c.CallSeq, c.ResultSeq} {
-		if r := s.rowOf[seq]; r != nil && seq >= 0 {
+		if r := s.rowOf.get(seq); r != nil && seq >= 0 {
 			r.Call = c.Anchor
 		}
 	}
@@ -716,7 +723,7 @@ func (b *builder) finish() {
 		}
 		for _, ch := range st.children {
 			l := Link{Session: ch.child}
-			if r := s.rowOf[ch.callSeq]; r != nil && ch.callSeq >= 0 {
+			if r := s.rowOf.get(ch.callSeq); r != nil && ch.callSeq >= 0 {
 				l.Call = r.Call
 			}
 			s.Children = append(s.Children, l)
@@ -736,7 +743,7 @@ func (b *builder) homeTurn(s *Session, t *Turn) {
 		if _, ok := s.messages[seq]; !ok || s.homes[seq] != "" {
 			return false
 		}
-		s.homes[seq] = s.anchor("m-" + strconv.FormatInt(seq, 10))
+		s.homes[seq] = s.Prefix + "m-" + strconv.FormatInt(seq, 10) // each message has one home
 		t.Homes = append(t.Homes, seq)
 		return true
 	}

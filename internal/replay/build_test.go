@@ -186,7 +186,7 @@ func TestPageOwnsItsStrings(t *testing.T) {
 		f.Close()
 		s := p.Sessions[0]
 		for _, r := range s.Rows {
-			if r.Count > 0 && s.rowOf[r.Seq] == r && r.Type != want[r.Seq] {
+			if r.Count > 0 && s.rowOf.get(r.Seq) == r && r.Type != want[r.Seq] {
 				t.Errorf("%s line %d: row type %q, want %q", path, r.Line, r.Type, want[r.Seq])
 			}
 		}

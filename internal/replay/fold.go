@@ -60,7 +60,7 @@ func holds(s *Session, b *Block) (seqs, messages, lines, ids string) {
 			ls = append(ls, int64(r.Line))
 		}
 		for k := r.Seq; k < r.Seq+int64(r.Count); k++ {
-			if s.rowOf[k] == r {
+			if s.rowOf.get(k) == r {
 				ss = append(ss, k)
 			}
 		}

@@ -56,8 +56,8 @@ type Session struct {
 	homes    map[int64]string
 	// cites are the sourceEventSeqs of each event that has them.
 	cites map[int64][]int64
-	// rowOf is the row holding each seq.
-	rowOf map[int64]*Row
+	// rowOf finds the row holding each seq.
+	rowOf seqIndex
 	// callAt finds a call's element id by call id (the first call of that id).
 	callAt map[string]string
 	ids    map[string]int
@@ -273,4 +273,48 @@ type Row struct {
 	Message int64
 	// Call is the element id of the call the row belongs to ("" none).
 	Call string
+}
+
+// seqIndex finds the row holding a seq. A session's seqs are dense from
+// its first, so it is a slice from there (a map for the seqs far from it, a
+// hostile log's); the first row of a repeated seq stands.
+type seqIndex struct {
+	base  int64
+	rows  []*Row
+	other map[int64]*Row
+}
+
+// maxSeqSpan bounds the slice: seqs further than this from the first go to
+// the map.
+const maxSeqSpan = 1 << 26
+
+// get is the row holding seq, nil when none.
+func (x *seqIndex) get(seq int64) *Row {
+	if i := seq - x.base; i >= 0 && i < int64(len(x.rows)) {
+		return x.rows[i]
+	}
+	return x.other[seq]
+}
+
+// add records that row holds seq, unless a row already does.
+func (x *seqIndex) add(seq int64, row *Row) {
+	if x.rows == nil && x.other == nil {
+		x.base = seq
+	}
+	i := seq - x.base
+	if i < 0 || i >= maxSeqSpan {
+		if x.other == nil {
+			x.other = map[int64]*Row{}
+		}
+		if _, ok := x.other[seq]; !ok {
+			x.other[seq] = row
+		}
+		return
+	}
+	if need := i + 1 - int64(len(x.rows)); need > 0 {
+		x.rows = append(x.rows, make([]*Row, need)...)
+	}
+	if x.rows[i] == nil {
+		x.rows[i] = row
+	}
 }

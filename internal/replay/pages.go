@@ -71,7 +71,7 @@ func (s *Session) blockOf(id string) (int, bool) {
 	for _, prefix := range []string{"seq-", "m-"} {
 		if rest, ok := cutPrefix(id, s.Prefix+prefix); ok {
 			if seq, err := strconv.ParseInt(rest, 10, 64); err == nil {
-				if r := s.rowOf[seq]; r != nil {
+				if r := s.rowOf.get(seq); r != nil {
 					i, ok := rowBlock[r]
 					return i, ok
 				}

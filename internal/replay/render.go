@@ -341,7 +341,7 @@ func resultParts(m *Msg) []Part {
 // subArgs and subResult read a dispatch sub-call's arguments and content
 // from its rows.
 func (r *renderer) subArgs(c *Call) string {
-	d := rowData(r.s.rowOf[c.CallSeq])
+	d := rowData(r.s.rowOf.get(c.CallSeq))
 	if d == nil || d.get("arguments") == nil {
 		return ""
 	}
@@ -349,7 +349,7 @@ func (r *renderer) subArgs(c *Call) string {
 }
 
 func (r *renderer) subResult(c *Call) []Part {
-	d := rowData(r.s.rowOf[c.ResultSeq])
+	d := rowData(r.s.rowOf.get(c.ResultSeq))
 	if d == nil || d.get("content") == nil {
 		return nil
 	}

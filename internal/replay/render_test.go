@@ -312,7 +312,7 @@ func TestEveryRowTurnAndCallReachable(t *testing.T) {
 					t.Errorf("%s: row at line %d (%s) has no element %q", path, r.Line, r.Type, r.Anchor)
 				}
 				for k := r.Seq; k < r.Seq+int64(r.Count); k++ {
-					if id := s.Prefix + "seq-" + strconv.FormatInt(k, 10); !d.ids[id] && s.rowOf[k] == r {
+					if id := s.Prefix + "seq-" + strconv.FormatInt(k, 10); !d.ids[id] && s.rowOf.get(k) == r {
 						t.Errorf("%s: seq %d has no element", path, k)
 					}
 				}

@@ -12,7 +12,7 @@ func rowsHTML(b *hbuf, s *Session, rows []*Row) {
 		b.text((r.Anchor))
 		b.WriteString(`">`)
 		for k := r.Seq + 1; k < r.Seq+int64(r.Count); k++ {
-			if s.rowOf[k] == r {
+			if s.rowOf.get(k) == r {
 				b.WriteString(`<span class="member" id="`)
 				b.text((s.Prefix + "seq-" + strconv.FormatInt(k, 10)))
 				b.WriteString(`"></span>`)

@@ -48,6 +48,10 @@ func (s *Session) Sources(seq int64) (direct, all []Range) {
 	if len(first) == 0 {
 		return nil, nil
 	}
+	direct = ranges(first)
+	if !slices.ContainsFunc(first, func(q int64) bool { return q <= seq && len(s.cites[q]) > 0 }) {
+		return direct, direct // what it cites cites nothing (a message's chunks)
+	}
 	seen := map[int64]bool{}
 	queue := slices.Clone(first)
 	for _, q := range queue {
@@ -70,5 +74,5 @@ func (s *Session) Sources(seq int64) (direct, all []Range) {
 	for q := range seen {
 		flat = append(flat, q)
 	}
-	return ranges(first), ranges(flat)
+	return direct, ranges(flat)
 }
