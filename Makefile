@@ -142,11 +142,12 @@ otelcol-dsh:
 	cd cmd/otelcol-dsh && $(GOBUILD_ENV) $(GO) build -trimpath -ldflags="-s -w" -o $(abspath $(OTELCOL)) .
 
 # Real Jaeger (with its web UI: $$JAEGER_UI_ASSETS or ../shared/jaeger-ui) and
-# Prometheus on loopback with the collector, testdata sessions replayed;
-# prints links to the turns and runs until interrupted. exec: a kill of make
-# reaches the script, which stops everything it started.
-demo: otelcol-dsh
-	OTELCOL_DSH=$(abspath $(OTELCOL)) exec e2e/demo.sh
+# Prometheus on loopback with the collector, testdata sessions replayed and
+# their replay pages served (dshtrace serve); prints links to the turns and
+# runs until interrupted. exec: a kill of make reaches the script, which
+# stops everything it started.
+demo: otelcol-dsh build
+	OTELCOL_DSH=$(abspath $(OTELCOL)) DSHTRACE=$(abspath $(BIN)/dshtrace) exec e2e/demo.sh
 
 # The end-to-end suite on real Jaeger v2 and Prometheus 3 (e2e/), and the
 # replay pages in headless Chromium (TestReplayPages).

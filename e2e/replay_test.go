@@ -451,9 +451,9 @@ func sessionID(t *testing.T, log []byte) string {
 }
 
 // serve runs `dshtrace serve` on a free loopback port and returns its URL.
-func serve(t *testing.T, bin, root string) string {
+func serve(t *testing.T, bin, root string, flags ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", root)
+	cmd := exec.Command(bin, append(append([]string{"serve", "--addr", "127.0.0.1:0"}, flags...), root)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -483,4 +483,82 @@ func serve(t *testing.T, bin, root string) string {
 		t.Fatalf("serve said %q", line)
 	}
 	return u
+}
+
+// TestReplayFromJaeger: both ways between the traces and the pages. Jaeger
+// (its UI configured with e2e/jaeger-ui.json, as `make demo` does) shows on
+// a turn's span a link, from gen_ai.conversation.id and dsh.turn, that
+// opens the served page at that turn; the page links the turn back to its
+// trace. The spans come from `dshtrace spans --otlp-endpoint`: no collector
+// is needed.
+func TestReplayFromJaeger(t *testing.T) {
+	assets := uiAssets(t)
+	jaegerBin := lookPath(t, "JAEGER", toolsHint)
+	bin := dshtraceBin(t)
+	ctx := browser(t)
+	dir := t.TempDir()
+
+	log := filepath.Join("..", "testdata", "dialects", "v4-tools.jsonl")
+	b, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := sessionID(t, b)
+	d := filepath.Join(dir, "root", "--w--", sessionroot.EscapeSessionID(id))
+	if err := os.MkdirAll(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(d, "session.v4.jsonl"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	p := freePorts(t, 5)
+	jaegerQuery := "http://" + p[0]
+	replay := serve(t, bin, filepath.Join(dir, "root"), "--jaeger", jaegerQuery)
+	// The repository's link patterns, pointed at this test's server.
+	patterns, err := os.ReadFile("jaeger-ui.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uiConfig := filepath.Join(dir, "jaeger-ui.json")
+	if err := os.WriteFile(uiConfig, []byte(strings.ReplaceAll(string(patterns), "http://127.0.0.1:17788", replay)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jaeger := start(t, dir, "jaeger", jaegerBin, []string{
+		"JAEGER_QUERY_HTTP_PORT=" + addrPort(p[0]), "JAEGER_QUERY_GRPC_PORT=" + addrPort(p[1]),
+		"JAEGER_HEALTH_PORT=" + addrPort(p[2]), "JAEGER_OTLP_GRPC_PORT=" + addrPort(p[3]), "JAEGER_OTLP_HTTP_PORT=" + addrPort(p[4]),
+	}, "--config", "jaeger.yaml", "--set=extensions::jaeger_query::ui::assets_path="+assets,
+		"--set=extensions::jaeger_query::ui::config_file="+uiConfig)
+	poll(t, "jaeger healthy", 30*time.Second, httpOK("http://"+p[2]+"/status"), jaeger)
+	if out, err := exec.Command(bin, "spans", "--otlp-endpoint", "http://"+p[4], log).CombinedOutput(); err != nil {
+		t.Fatalf("spans: %v\n%s", err, out)
+	}
+	trace := strings.Fields(strings.SplitN(run(t, bin, "spans", log), "\n", 2)[0])[1]
+
+	// Jaeger → the page: the turn span's conversation id links to the turn.
+	do(t, ctx, "open the trace", chromedp.Navigate(jaegerQuery+"/trace/"+trace),
+		chromedp.Click(chromedp.CSS(`.span-name`)), chromedp.Click(chromedp.CSS(`.AccordianKeyValues--header`)))
+	want := replay + "/s/" + id + "?turn=1#turn-1"
+	links := eval[[]string](t, ctx, `Array.from(document.querySelectorAll('a[href*="/s/"]'), a => a.href)`)
+	if !slices.Contains(links, want) {
+		t.Fatalf("the trace page links %v, want %s", links, want)
+	}
+	screenshot(t, ctx, "replay-jaeger-link.png", false)
+	do(t, ctx, "follow the link", chromedp.Navigate(want))
+	highlighted(t, ctx, "turn-1")
+	// The page → Jaeger: the turn links to its trace.
+	back := eval[string](t, ctx, `document.querySelector('#turn-1 a[href*="/trace/"]').href`)
+	if back != jaegerQuery+"/trace/"+trace {
+		t.Errorf("the page links the turn to %q, want %s", back, jaegerQuery+"/trace/"+trace)
+	}
+}
+
+// run runs a command and returns its output.
+func run(t *testing.T, bin string, args ...string) string {
+	t.Helper()
+	out, err := exec.Command(bin, args...).Output()
+	if err != nil {
+		t.Fatalf("%s %v: %v", bin, args, err)
+	}
+	return string(out)
 }

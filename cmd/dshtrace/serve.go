@@ -74,9 +74,14 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return &exitError{code: 2, err: fmt.Errorf("serve: %v", err)}
 	case <-ctx.Done():
 	}
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Answer what is under way; a browser's idle and speculative
+	// connections are closed after a moment.
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	return hs.Shutdown(sctx)
+	if hs.Shutdown(sctx) != nil {
+		hs.Close()
+	}
+	return nil
 }
 
 // isLoopback reports whether a listener's address is on loopback only.

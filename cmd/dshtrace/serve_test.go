@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -304,4 +305,69 @@ func TestServeLoopbackByDefault(t *testing.T) {
 	if code := run([]string{"serve", filepath.Join(root, "missing")}, nil, io.Discard, io.Discard); code != 2 {
 		t.Errorf("serve of a missing root: exit %d", code)
 	}
+}
+
+// TestJaegerLinkPatterns: the link patterns the repository gives the Jaeger
+// UI (deploy/jaeger-ui.json for `serve` on its default address,
+// e2e/jaeger-ui.json for `make demo`'s) open a turn's page at that turn:
+// filled in as the UI fills them (values escaped with encodeURIComponent),
+// their URLs find the session and the turn.
+func TestJaegerLinkPatterns(t *testing.T) {
+	root := t.TempDir()
+	id := "a/b c?d#e" // escaped in the URL, not a path
+	put(t, root, id, "session.v4.jsonl", bytes.ReplaceAll(dialect(t, "v4-end-reasons"),
+		[]byte(`"id":"5e1d0c4b-3a29-4f18-8e07-d6c5b4a39281"`), []byte(`"id":"a/b c?d#e"`)))
+	srv := startServer(t, serverConfig{TurnsPerPage: 1}, root)
+	for file, addr := range map[string]string{
+		filepath.Join("..", "..", "deploy", "jaeger-ui.json"): defaultServeAddr,
+		filepath.Join("..", "..", "e2e", "jaeger-ui.json"):    "127.0.0.1:17788",
+	} {
+		var cfg struct {
+			LinkPatterns []struct{ Type, Key, URL, Text string } `json:"linkPatterns"`
+		}
+		b, err := os.ReadFile(file)
+		must(t, err)
+		must(t, json.Unmarshal(b, &cfg))
+		tags := map[string]string{"gen_ai.conversation.id": id, "dsh.turn": "3", "session.id": id}
+		found := 0
+		for _, p := range cfg.LinkPatterns {
+			u := regexp.MustCompile(`#\{([^}]+)\}`).ReplaceAllStringFunc(p.URL, func(m string) string {
+				return encodeURIComponent(tags[m[2:len(m)-1]])
+			})
+			rest, ok := strings.CutPrefix(u, "http://"+addr)
+			if !ok {
+				t.Errorf("%s: %s links to %s, not to the server at %s", file, p.Key, u, addr)
+				continue
+			}
+			path, fragment, _ := strings.Cut(rest, "#")
+			code, page := get(t, srv, path)
+			if code != http.StatusOK || !strings.Contains(page, `id="turn-1"`) && fragment == "" {
+				t.Errorf("%s: %s: GET %s: %d", file, p.Key, path, code)
+			}
+			if fragment != "" {
+				found++
+				if fragment != "turn-3" || !strings.Contains(page, `id="turn-3"`) || strings.Contains(page, `id="turn-1"`) {
+					t.Errorf("%s: %s: %s does not open turn 3's page at the turn (fragment %q)", file, p.Key, u, fragment)
+				}
+			}
+		}
+		if found == 0 {
+			t.Errorf("%s: no pattern links a turn", file)
+		}
+	}
+}
+
+// encodeURIComponent escapes as the browser function of that name does
+// (the Jaeger UI escapes link values with it).
+func encodeURIComponent(s string) string {
+	var b strings.Builder
+	for _, c := range []byte(s) {
+		switch {
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("-_.!~*'()", c) >= 0:
+			b.WriteByte(c)
+		default:
+			fmt.Fprintf(&b, "%%%02X", c)
+		}
+	}
+	return b.String()
 }
