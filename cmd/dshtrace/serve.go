@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/dshtrace/dshtrace/internal/replay"
+	"github.com/dshtrace/dshtrace/sessionlog"
 	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
@@ -110,8 +111,9 @@ type server struct {
 	mux   *http.ServeMux
 
 	mu        sync.Mutex
-	summaries map[string]summary // by file key
-	pages     []cachedPage       // the latest built pages, newest last
+	summaries map[string]summary            // by file key
+	headers   map[string]*sessionlog.Header // by file key; nil: the file has none
+	pages     []cachedPage                  // the latest built pages, newest last
 }
 
 // servedRoot is one session root.
@@ -150,7 +152,7 @@ func newServer(roots []string, cfg serverConfig) (*server, error) {
 	if cfg.TurnsPerPage <= 0 {
 		cfg.TurnsPerPage = defaultTurnsPerPage
 	}
-	s := &server{cfg: cfg, summaries: map[string]summary{}}
+	s := &server{cfg: cfg, summaries: map[string]summary{}, headers: map[string]*sessionlog.Header{}}
 	for _, r := range roots {
 		dir, err := os.OpenRoot(r)
 		if err != nil {
@@ -384,7 +386,7 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 			return s.url(entries, o)
 		}
 		return ""
-	}}
+	}, Children: func(id string) []replay.Child { return s.children(entries, id) }}
 	if len(p.Sessions) > 0 {
 		opts.Window = s.window(p.Sessions[0], self, q)
 	}
@@ -433,4 +435,42 @@ func (s *server) window(sess *replay.Session, self string, q url.Values) *replay
 		w.Pages = append(w.Pages, link)
 	}
 	return w
+}
+
+// header is a session file's header, read once while the file is unchanged.
+func (s *server) header(e entry) *sessionlog.Header {
+	key := e.key()
+	s.mu.Lock()
+	h, ok := s.headers[key]
+	s.mu.Unlock()
+	if ok {
+		return h
+	}
+	if f, err := sessionroot.OpenComplete(s.roots[e.root].dir, e.Path, e.Zstd); err == nil {
+		if dec, err := sessionlog.NewDecoder(f, sessionlog.Options{}); err == nil {
+			if row, err := dec.Next(); err == nil && row.Header != nil {
+				h = row.Header
+			}
+			dec.Close()
+		}
+		f.Close()
+	}
+	s.mu.Lock()
+	s.headers[key] = h
+	s.mu.Unlock()
+	return h
+}
+
+// children are the subagent sessions under the roots that session id
+// started: their headers name it their parent (docs/format.md §3).
+func (s *server) children(entries []entry, id string) []replay.Child {
+	var out []replay.Child
+	for _, e := range entries {
+		h := s.header(e)
+		if h == nil || h.ParentSession != id || h.Origin != "subagent" && h.DelegationDepth < 1 {
+			continue
+		}
+		out = append(out, replay.Child{ID: e.ID, Created: h.CreatedAt})
+	}
+	return out
 }

@@ -371,3 +371,31 @@ func encodeURIComponent(s string) string {
 	}
 	return b.String()
 }
+
+// TestServeSubagents: a subagent session under the root (its header names
+// the session as its parent) is linked from the session's page at the call
+// in flight when it was created, and links back to its parent.
+func TestServeSubagents(t *testing.T) {
+	root := t.TempDir()
+	const parent = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d"
+	put(t, root, parent, "session.v4.jsonl", dialect(t, "v4-tools"))
+	child := bytes.Replace(dialect(t, "v4-end-reasons"),
+		[]byte(`"id":"5e1d0c4b-3a29-4f18-8e07-d6c5b4a39281","createdAt":1789500000000`),
+		[]byte(`"id":"helper-1","createdAt":1788000000425,"parentSession":"`+parent+`","origin":"subagent"`), 1)
+	child = bytes.Replace(child, []byte(`"delegationDepth":0`), []byte(`"delegationDepth":1`), 1)
+	put(t, root, "helper-1", "session.v4.jsonl", child)
+	srv := startServer(t, serverConfig{}, root)
+
+	_, page := get(t, srv, "/s/"+parent)
+	call := regexp.MustCompile(`(?s)<div class="call" id="call-call_2">.*?</div>`).FindString(page)
+	if !strings.Contains(call, `href="/s/helper-1"`) {
+		t.Errorf("call_2 (in flight when helper-1 was created) does not link it:\n%s", call)
+	}
+	if !strings.Contains(page, `<dt>Subagents</dt><dd><a href="/s/helper-1"><code>helper-1</code></a> (<a href="#call-call_2">the call</a>)</dd>`) {
+		t.Errorf("the session's header does not list its subagent")
+	}
+	_, page = get(t, srv, "/s/helper-1")
+	if !strings.Contains(page, `<dt>Started by</dt><dd><a href="/s/`+parent+`">`) {
+		t.Errorf("the subagent's page does not link its parent")
+	}
+}

@@ -206,3 +206,18 @@ func TestPageOwnsItsStrings(t *testing.T) {
 		}
 	}
 }
+
+// TestChildren: subagent sessions known from a root go to the call in
+// flight when each was created, one each, else to the header only.
+func TestChildren(t *testing.T) {
+	p := buildFile(t, filepath.Join("..", "..", "testdata", "dialects", "v4-tools.jsonl"), Options{})
+	// call_1 runs 1788000000410–420, call_2 1788000000411–430.
+	at, all := children(p.Sessions[0], []Child{{"late", 1788000009999}, {"b", 1788000000416}, {"a", 1788000000415}})
+	want := []Link{{Session: "a", Call: "call-call_1"}, {Session: "b", Call: "call-call_2"}, {Session: "late"}}
+	if !slices.Equal(all, want) || len(at) != 2 || at["call-call_2"].Session != "b" {
+		t.Errorf("got %v (at calls %v), want %v", all, at, want)
+	}
+	if at, all := children(p.Sessions[0], nil); at != nil || all != nil {
+		t.Errorf("no children: got %v %v", at, all)
+	}
+}

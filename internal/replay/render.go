@@ -62,6 +62,10 @@ type RenderOptions struct {
 	// OpenTurns: turns start unfolded when the session has at most this
 	// many (default 40).
 	OpenTurns int
+	// Children are the subagent sessions a session started that the page
+	// cannot know from the log itself (a server's root knows them by their
+	// headers' parentSession); nil: none.
+	Children func(session string) []Child
 	// Fold says whether each turn's body is kept folded away in the page,
 	// compressed, and unfolded by the page's script when opened: what keeps
 	// a session of thousands of turns quick to open. FoldAuto folds a
@@ -132,6 +136,9 @@ type renderer struct {
 	p *Page
 	o RenderOptions
 	s *Session
+	// childAt are the subagent sessions of RenderOptions.Children placed at
+	// the calls that started them.
+	childAt map[string]Link
 }
 
 // templates is a clone of the templates whose functions answer for
@@ -141,7 +148,7 @@ func (r *renderer) templates(s *Session) (*template.Template, error) {
 	if err != nil {
 		return nil, err
 	}
-	return t.Funcs(funcs(&renderer{p: r.p, o: r.o, s: s})), nil
+	return t.Funcs(funcs(&renderer{p: r.p, o: r.o, s: s, childAt: r.childAt})), nil
 }
 
 // pageView is what the page template reads.
@@ -162,6 +169,8 @@ type sessionView struct {
 	S        *Session
 	Blocks   []*Block
 	Rendered []template.HTML
+	// Children are the subagent sessions the session started.
+	Children []Link
 	Pages    []PageLink
 	Open     bool
 	Fold     bool
@@ -170,7 +179,7 @@ type sessionView struct {
 func (r *renderer) view() pageView {
 	v := pageView{CSS: template.CSS(css), JS: template.JS(js), CSP: csp, Home: r.o.Home, Tail: r.p.Tail}
 	for i, s := range r.p.Sessions {
-		sv := sessionView{S: s, Blocks: s.Blocks}
+		sv := sessionView{S: s, Blocks: s.Blocks, Children: s.Children}
 		if w := r.o.Window; w != nil && i == 0 {
 			sv.Blocks = s.Blocks[max(0, w.From):min(len(s.Blocks), w.To)]
 			sv.Pages = w.Pages
@@ -201,12 +210,18 @@ func (r *renderer) view() pageView {
 // renderBlocks renders a session's blocks, in parallel, in order.
 func (r *renderer) renderBlocks(sv *sessionView) error {
 	sv.Rendered = make([]template.HTML, len(sv.Blocks))
+	var childAt map[string]Link
+	if r.o.Children != nil {
+		var more []Link
+		childAt, more = children(sv.S, r.o.Children(sv.S.ID))
+		sv.Children = append(slices.Clip(sv.Children), more...)
+	}
 	workers := min(runtime.GOMAXPROCS(0), 8, len(sv.Blocks))
 	jobs := make(chan int)
 	errs := make([]error, workers)
 	var wg sync.WaitGroup
 	for k := range workers {
-		rw := &renderer{p: r.p, o: r.o, s: sv.S}
+		rw := &renderer{p: r.p, o: r.o, s: sv.S, childAt: childAt}
 		wg.Go(func() {
 			z := newFolder()
 			var h, body hbuf

@@ -399,9 +399,14 @@ func (r *renderer) call(h *hbuf, c *Call) {
 		r.seqLink(h, c.ResultSeq)
 	}
 	h.raw("</span>")
+	child, ok := r.childAt[c.Anchor]
 	if c.Child != nil {
+		child, ok = *c.Child, true
+	}
+	if ok {
+		child.Call = "" // this is the call
 		h.raw("<span>subagent ")
-		r.sessionLink(h, *c.Child)
+		r.sessionLink(h, child)
 		h.raw("</span>")
 	}
 	h.raw("</div>\n<div class=\"body\">")
