@@ -221,3 +221,40 @@ func TestChildren(t *testing.T) {
 		t.Errorf("no children: got %v %v", at, all)
 	}
 }
+
+// TestLateClose: a turn superseded by the next turn/start is dangling; the
+// turn/end dsh writes for it afterwards closes it late, and the page says
+// both, as the trace does (a close_turn span).
+func TestLateClose(t *testing.T) {
+	const log = `{"type":"turn/start","seq":0,"time":1,"data":{"turn":1}}
+{"type":"step/start","seq":1,"time":2,"data":{"turn":1,"step":1}}
+{"type":"turn/start","seq":2,"time":3,"data":{"turn":2}}
+{"type":"turn/end","seq":3,"time":4,"data":{"turn":1,"reason":{"kind":"interrupted"}}}
+{"type":"turn/end","seq":4,"time":5,"data":{"turn":2,"reason":{"kind":"completed"}}}
+`
+	p, err := Build(strings.NewReader(log), Options{Name: "late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	turns := p.Sessions[0].Turns
+	if len(turns) != 2 {
+		t.Fatalf("%d turns", len(turns))
+	}
+	t1, t2 := turns[0], turns[1]
+	if t1.DanglingCause != "superseded" || t1.Late == nil || t1.LateReason.Kind != "interrupted" || t1.LateSeq != 3 {
+		t.Errorf("turn 1: cause %q, late %v, late reason %q at seq %d", t1.DanglingCause, t1.Late, t1.LateReason.Kind, t1.LateSeq)
+	}
+	if got := reasonLabel(t1); got != "dangling (superseded), closed late: interrupted" {
+		t.Errorf("turn 1 reads %q", got)
+	}
+	if t2.Dangling() || t2.Reason.Kind != "completed" || len(t1.Rows) != 3 || len(t2.Rows) != 2 {
+		t.Errorf("turn 2: %q dangling %v; rows %d and %d", t2.Reason.Kind, t2.Dangling(), len(t1.Rows), len(t2.Rows))
+	}
+	var b strings.Builder
+	if err := Render(&b, p, RenderOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `<b>Closed late.</b> dsh wrote this turn's <a href="#seq-3">turn/end</a>`) {
+		t.Error("the page does not say turn 1 closed late")
+	}
+}
