@@ -13,7 +13,12 @@
 // The page links each turn to its trace (the ids are deterministic), each
 // call to its result, and each message to the rows it cites.
 //
-// Rendering uses html/template, so every piece of log content is escaped;
-// the page carries a Content-Security-Policy that allows its own style and
-// script only, and makes no request to anything outside itself.
+// The page's skeleton and the session list are html/template templates; a
+// session's turns, repeated by the thousand, are written by small functions
+// (turn.go, leaves.go, rows.go) that pass every value through
+// html/template's escaper. Either way every piece of log content is
+// escaped; the page carries a Content-Security-Policy that allows its own
+// style and script only, and makes no request to anything outside itself.
+// A long session's turns are folded: each body compressed in the page,
+// unfolded by the page's script when opened or linked to (fold.go).
 package replay

@@ -230,19 +230,19 @@ func rowPlace(row *Row) string {
 	return strconv.FormatInt(row.Turn, 10) + "." + strconv.FormatInt(row.Step, 10)
 }
 
-// reasonCount is one end reason and how many turns ended so.
-type reasonCount struct {
+// ReasonCount is an end reason and how many turns ended so.
+type ReasonCount struct {
 	Kind  string
 	Count int
 }
 
 // reasons lists a session's end reasons, most frequent first.
-func reasons(t Totals) []reasonCount {
-	var out []reasonCount
+func reasons(t Totals) []ReasonCount {
+	var out []ReasonCount
 	for k, n := range t.Reasons {
-		out = append(out, reasonCount{k, n})
+		out = append(out, ReasonCount{k, n})
 	}
-	slices.SortFunc(out, func(a, b reasonCount) int {
+	slices.SortFunc(out, func(a, b ReasonCount) int {
 		if a.Count != b.Count {
 			return b.Count - a.Count
 		}

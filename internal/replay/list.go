@@ -48,9 +48,6 @@ type ListEntry struct {
 	Size        int64
 }
 
-// ReasonCount is an end reason and how many turns ended so.
-type ReasonCount = reasonCount
-
 // Summary fills a list entry from a session's page.
 func Summary(s *Session) ListEntry {
 	return ListEntry{ID: s.ID, Agent: s.Agent, Turns: s.Totals.Turns, Reasons: reasons(s.Totals), Last: s.Totals.LastReason,

@@ -8,6 +8,7 @@ import (
 // Range is a run of consecutive seqs, Lo through Hi.
 type Range struct{ Lo, Hi int64 }
 
+// String writes the range as "lo–hi", or "lo" for one seq.
 func (r Range) String() string {
 	if r.Lo == r.Hi {
 		return strconv.FormatInt(r.Lo, 10)
