@@ -131,12 +131,20 @@ func IsLong(s string) bool {
 // Excerpt is the first line of a message's text (its first text block,
 // else its first block of any kind), cut at n characters.
 func Excerpt(content string, n int) string {
-	// Most messages have a text block: read no more than types and texts.
-	var light []struct{ Type, Text string }
-	if json.Unmarshal([]byte(content), &light) == nil {
-		for _, b := range light {
+	// Most messages have a text block, or a tool result holding one: read no
+	// more than types and texts.
+	type light struct {
+		Type, Text string
+		Content    []struct{ Type, Text string }
+	}
+	var bs0 []light
+	if json.Unmarshal([]byte(content), &bs0) == nil {
+		for _, b := range bs0 {
 			if b.Type == "text" && strings.TrimSpace(b.Text) != "" {
 				return cut(oneLine(b.Text), n)
+			}
+			if b.Type == "tool-result" && len(b.Content) > 0 && b.Content[0].Type == "text" {
+				return cut(oneLine(b.Content[0].Text), n)
 			}
 		}
 	}
