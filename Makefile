@@ -142,17 +142,19 @@ otelcol-dsh:
 	cd cmd/otelcol-dsh && $(GOBUILD_ENV) $(GO) build -trimpath -ldflags="-s -w" -o $(abspath $(OTELCOL)) .
 
 # Real Jaeger (with its web UI: $$JAEGER_UI_ASSETS or ../shared/jaeger-ui) and
-# Prometheus on loopback with the collector, testdata sessions replayed;
-# prints links to the turns and runs until interrupted. exec: a kill of make
-# reaches the script, which stops everything it started.
-demo: otelcol-dsh
-	OTELCOL_DSH=$(abspath $(OTELCOL)) exec e2e/demo.sh
+# Prometheus on loopback with the collector, testdata sessions replayed and
+# their replay pages served (dshtrace serve); prints links to the turns and
+# runs until interrupted. exec: a kill of make reaches the script, which
+# stops everything it started.
+demo: otelcol-dsh build
+	OTELCOL_DSH=$(abspath $(OTELCOL)) DSHTRACE=$(abspath $(BIN)/dshtrace) exec e2e/demo.sh
 
-# The end-to-end suite on real Jaeger v2 and Prometheus 3 (e2e/).
-e2e: otelcol-dsh
+# The end-to-end suite on real Jaeger v2 and Prometheus 3 (e2e/), and the
+# replay pages in headless Chromium (TestReplayPages).
+e2e: otelcol-dsh build
 	eval "$$($(TOOLS))" && export JAEGER PROMETHEUS PROMTOOL KFAKE && \
 	echo "== e2e ($(CORPUS_LINE))" && \
-	OTELCOL_DSH=$(abspath $(OTELCOL)) $(GO) test -tags e2e -count=1 -timeout 15m -v ./e2e/
+	OTELCOL_DSH=$(abspath $(OTELCOL)) DSHTRACE=$(abspath $(BIN)/dshtrace) $(GO) test -tags e2e -count=1 -timeout 15m -v ./e2e/
 
 # The soak: the fault tests of `make e2e`, longer (DSH_SOAK=1), each with
 # its seed printed (DSH_SOAK_SEED, DSH_FULLDISK_SEED, DSH_OUTAGE_SEED, …

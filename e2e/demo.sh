@@ -2,10 +2,12 @@
 # e2e/demo.sh — `make demo`: real Jaeger v2 (with its web UI) and Prometheus
 # 3.16 on loopback with otelcol-dsh between them, the repository's testdata
 # sessions replayed (some posted over HTTP, some tailed from a dsh session
-# root), then links that open the replayed turns. Runs until Ctrl-C or a kill;
-# everything it started stops with it.
+# root), `dshtrace serve` over that root, then links that open the replayed
+# turns in Jaeger and in their replay pages. Jaeger's UI links each turn span
+# to its page (jaeger-ui.json), and each page links its turns to Jaeger. Runs
+# until Ctrl-C or a kill; everything it started stops with it.
 #
-# Needs OTELCOL_DSH (make demo builds it). The tools are built once into the
+# Needs OTELCOL_DSH and DSHTRACE (make demo builds them). The tools are built once into the
 # cache by tools/build.sh (a cold build takes about 11 minutes on 2 cores).
 #
 # The Jaeger UI: Jaeger built from Go source serves a placeholder page, so the
@@ -24,6 +26,7 @@ fi
 cd "$(dirname "$0")"
 repo=$(cd .. && pwd)
 : "${OTELCOL_DSH:?set OTELCOL_DSH to the otelcol-dsh binary (make demo does)}"
+: "${DSHTRACE:?set DSHTRACE to the dshtrace binary (make demo does)}"
 eval "$("$repo/tools/build.sh" jaeger prometheus)"
 
 run=$(mktemp -d "${TMPDIR:-/tmp}/dshtrace-demo.XXXXXX")
@@ -77,8 +80,8 @@ wait_http() {
 }
 
 # Every port the demo opens (e2e/jaeger.yaml, e2e/otelcol.yaml, Prometheus
-# below) must be free: the e2e suite uses the same ones.
-for port in 24317 24318 26685 26686 23133 14317 14318 14320 13133 18889 17888 19090; do
+# and dshtrace serve below) must be free: the e2e suite uses the same ones.
+for port in 24317 24318 26685 26686 23133 14317 14318 14320 13133 18889 17888 19090 17788; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     echo "demo: 127.0.0.1:$port is in use (another make demo, or make e2e, running?)" >&2
     exit 1
@@ -93,7 +96,8 @@ fi
 jaeger_args=(--config jaeger.yaml)
 if [[ -n "$ui" ]]; then
   [[ -f "$ui/index.html" ]] || { echo "demo: JAEGER_UI_ASSETS=$ui has no index.html (want a built Jaeger UI)" >&2; exit 1; }
-  jaeger_args+=("--set=extensions::jaeger_query::ui::assets_path=$ui")
+  jaeger_args+=("--set=extensions::jaeger_query::ui::assets_path=$ui"
+    "--set=extensions::jaeger_query::ui::config_file=$PWD/jaeger-ui.json")
 else
   echo "demo: no Jaeger UI assets (set JAEGER_UI_ASSETS to a built Jaeger UI, e.g. the unpacked assets of a jaeger-ui release build); serving Jaeger's APIs only" >&2
 fi
@@ -113,6 +117,9 @@ wait_http http://127.0.0.1:13133/
 spawn prometheus "$PROMETHEUS" --config.file=prometheus.yaml --storage.tsdb.path="$run/prometheus" \
   --web.listen-address=127.0.0.1:19090 --enable-feature=exemplar-storage
 wait_http http://127.0.0.1:19090/-/ready
+replay=http://127.0.0.1:17788
+spawn dshtrace-serve "$DSHTRACE" serve --addr 127.0.0.1:17788 --jaeger http://127.0.0.1:26686 "$root"
+wait_http "$replay/"
 
 # Sessions to post: files by path id, live streams (ids in the lines) as they are.
 for f in "$repo"/testdata/seed/sample.jsonl "$repo"/testdata/dialects/{v1-header,v2-stream,v3-system,v4-forked,seed-bare-reason}.jsonl; do
@@ -151,7 +158,8 @@ for svc in $(curl -sS "$jaeger/api/v3/services" | jq -r '.services[]'); do
           | .scopeSpans[].spans[] | select((.parentSpanId // "") == "")
           | {svc: $svc, s: $s, n: .name, t: .traceId,
              start: (.startTimeUnixNano | tonumber), end: (.endTimeUnixNano | tonumber),
-             r: ([.attributes[] | select(.key=="dsh.turn.end_reason") | .value.stringValue][0] // "")}' || true
+             r: ([.attributes[] | select(.key=="dsh.turn.end_reason") | .value.stringValue][0] // ""),
+             turn: ([.attributes[] | select(.key=="dsh.turn") | .value.intValue][0] // "")}' || true
 done | jq -s 'unique_by(.t) | sort_by(.s, .start)' >"$turns"
 
 if [[ -n "$ui" ]]; then
@@ -167,6 +175,7 @@ $ui_line
 Prometheus $prom/api/v1/query?query=sum+by+(dsh_turn_end_reason)+(dsh_turns_total)
            (the source build carries no web UI: /query answers 500; its HTTP API
            is complete, and Grafana from deploy/compose shows the dashboard)
+Replay     $replay/   (dshtrace serve: the tailed sessions, turn by turn)
 Collector metrics   http://127.0.0.1:18889/metrics
 Post more sessions  curl -X POST -H 'Content-Type: application/x-ndjson' \\
                       --data-binary @testdata/dialects/v4-tools.jsonl http://127.0.0.1:14320/v1/sessions/my-session/events
@@ -181,11 +190,14 @@ else
   jq -r --arg j "$jaeger" 'group_by(.svc)[] |
       "  \(.[0].svc) (\(length) turn\(if length == 1 then "" else "s" end))\t\($j)/search?service=\(.[0].svc | @uri)&start=\((map(.start) | min) / 1000 | floor - 60000000)&end=\((map(.end) | max) / 1000 | floor + 60000000)&lookback=custom&limit=100"' "$turns"
   echo
-  echo "Turns (session  root span  end reason  trace):"
-  jq -r --arg j "$jaeger" '.[] | "  \(.s)  \(.n)  \(.r)\t\($j)/trace/\(.t)"' "$turns"
+  echo "Turns (session  root span  end reason  trace, and the replay page of a tailed session's turn):"
+  served=$(ls "$root/--demo--" | jq -R . | jq -s .)
+  jq -r --arg j "$jaeger" --arg p "$replay" --argjson served "$served" '.[] |
+      "  \(.s)  \(.n)  \(.r)\t\($j)/trace/\(.t)" +
+      (if (.s | IN($served[])) then "\n\t\t\t\($p)/s/\(.s | @uri)?turn=\(.turn)#turn-\(.turn)" else "" end)' "$turns"
 fi
 echo
-echo "Ctrl-C stops Jaeger, Prometheus and the collector."
+echo "Ctrl-C stops Jaeger, Prometheus, the collector and the replay server."
 # wait -n returns when a backend exits, or at a signal (the traps then stop
 # everything).
 wait -n || true

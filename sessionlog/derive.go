@@ -158,6 +158,20 @@ func (d *Deriver) History() History {
 	return History{msgs: msgs}
 }
 
+// Last is the last message of the current history — after an append, the
+// message it projected — and false when the history is empty. It copies
+// nothing, so a caller that follows the history event by event (a replay
+// page building each step's context) reads each new message in constant
+// time, where History costs the whole history each call.
+func (d *Deriver) Last() (Message, bool) {
+	for i := len(d.surface) - 1; i >= 0; i-- {
+		if d.surface[i].projected {
+			return d.surface[i].msg, true
+		}
+	}
+	return Message{}, false
+}
+
 // envelope views a decoded row's event record (inside any wrapper),
 // parsing the row onto t; missing when the row is no JSON.
 func envelope(t *tape, r *Row) jv {

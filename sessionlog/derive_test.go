@@ -216,3 +216,52 @@ func TestDeriverOwnsItsStrings(t *testing.T) {
 		})
 	}
 }
+
+// TestDeriverLast: after every event of every repository log, Last is the
+// last message of History (an empty assistant message projects nothing and
+// leaves Last where it was).
+func TestDeriverLast(t *testing.T) {
+	files, err := filepath.Glob("../testdata/*/*.jsonl")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no logs: %v", err)
+	}
+	checked := 0
+	for _, path := range files {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec, err := NewDecoder(f, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := NewDeriver()
+		if _, ok := d.Last(); ok {
+			t.Fatal("an empty Deriver has a last message")
+		}
+		for {
+			row, err := dec.Next()
+			if err != nil {
+				break
+			}
+			for i := range row.Events {
+				d.Event(&row.Events[i], dec.Format())
+				h := d.History()
+				last, ok := d.Last()
+				switch {
+				case h.Len() == 0 && ok:
+					t.Errorf("%s seq %d: Last is seq %d of an empty history", path, row.Events[i].Seq, last.Seq())
+				case h.Len() > 0 && (!ok || last != h.At(h.Len()-1)):
+					t.Errorf("%s seq %d: Last is seq %d (%v), History ends with seq %d", path, row.Events[i].Seq, last.Seq(), ok, h.At(h.Len()-1).Seq())
+				case ok:
+					checked++
+				}
+			}
+		}
+		dec.Close()
+		f.Close()
+	}
+	if checked == 0 {
+		t.Fatal("no log had a message")
+	}
+}

@@ -1,6 +1,7 @@
 // Command dshtrace reads dsh session logs offline: it checks them against
 // the format's invariants, derives the model-visible history, outlines turns
-// and finds the rows behind a turn, a tool call or a seq.
+// and finds the rows behind a turn, a tool call or a seq, and shows whole
+// sessions as replay pages, one file at a time or served from session roots.
 package main
 
 import (
@@ -19,6 +20,10 @@ commands:
   query FILE (--turn N | --call-id ID | --sources SEQ [--transitive])
                                               the physical rows behind a turn, call or seq
   spans [--json] [--otlp-endpoint URL] FILE   the trace of every turn (open turns close as dangling)
+  replay [-o FILE.html] [--jaeger URL] [--no-content] FILE
+                                              one self-contained HTML page of the session
+  serve [--addr 127.0.0.1:7788] [--jaeger URL] [--no-content] ROOT...
+                                              the replay pages of every session under dsh session roots
 
 FILE may be plain JSONL or zstd (.jsonl.zstd); "-" reads standard input.
 `
@@ -58,6 +63,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		err = runQuery(args[1:], stdin, stdout)
 	case "spans":
 		err = runSpans(args[1:], stdin, stdout)
+	case "replay":
+		err = runReplay(args[1:], stdin, stdout)
+	case "serve":
+		err = runServe(args[1:], stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0

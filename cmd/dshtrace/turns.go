@@ -277,10 +277,12 @@ func addCall(tb *tables, table int, c *turnengine.ToolCall, indent string) {
 }
 
 // reasonText renders a TurnEndReason: its kind with the abort cause or
-// error code, or "open" for a turn dsh never closed.
+// error code; a turn dsh never closed is "dangling" with the cause the
+// engine closed it for, as its trace says (dsh.turn.end_reason,
+// dsh.dangling.cause).
 func reasonText(t *turnengine.Turn) string {
 	if t.Dangling() {
-		return "open"
+		return fmt.Sprintf("dangling (%s)", t.DanglingCause)
 	}
 	r := t.Reason
 	kind := r.Kind

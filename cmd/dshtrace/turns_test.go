@@ -161,7 +161,7 @@ turn 1  completed  1ms  cost -
 session B
 turn 1  blocked  2ms  cost -
 session A
-turn 2  open  -  cost -
+turn 2  dangling (end_of_input)  -  cost -
 `
 	code, out, errs := runCLI(t, wire, "turns", "-")
 	if code != 0 || out != want {
@@ -376,7 +376,7 @@ func TestTurnsOutline(t *testing.T) {
 {"type":"tool/result","seq":14,"time":160,"data":{"turn":1,"step":2,"message":{"role":"tool","toolName":"glob","content":"not e: e is step 1's","isError":false}},"surfaceOp":"append"}
 {"type":"step/end","seq":15,"time":170,"data":{"turn":1,"step":2}}
 `,
-		want: `turn 1  open  -  cost -
+		want: `turn 1  dangling (end_of_input)  -  cost -
   step 1  -  in -  cache -  out -  cost -  attempts 0
     a  read  unknown         -
     b  read  ok              0s (clamped: clock went back 5ms)
@@ -433,8 +433,9 @@ func TestTurnsOutline(t *testing.T) {
 		// A stream joined late: turn 3's turn/start was never seen, so its
 		// events belong to no turn the engine opened and are left out.
 		// Turn 4 ends 100ms before it starts: clamped at 0, and said so.
-		// turn/start 6 finds turn 5 still open: 5 is shown open, its step
-		// too, and so is 6, left open at the end of the input.
+		// turn/start 6 finds turn 5 still open: 5 is dangling, superseded,
+		// with its step open; 6 is dangling too, left open at the end of the
+		// input.
 		name: "turn boundaries",
 		log: `
 {"type":"step/start","seq":5,"time":50,"data":{"turn":3,"step":2}}
@@ -447,9 +448,9 @@ func TestTurnsOutline(t *testing.T) {
 {"type":"turn/start","seq":12,"time":700,"data":{"turn":6}}
 `,
 		want: `turn 4  aborted (hook: "no")  0s (clamped: clock went back 100ms)  cost -
-turn 5  open  -  cost -
+turn 5  dangling (superseded)  -  cost -
   step 1 (open)  -  in -  cache -  out -  cost -  attempts 0
-turn 6  open  -  cost -
+turn 6  dangling (end_of_input)  -  cost -
 `,
 	}, {
 		name: "abort causes and error codes",
@@ -500,5 +501,41 @@ func TestTurnsCost(t *testing.T) {
 `
 	if got := outline(t, log); got != want {
 		t.Errorf("got\n%swant\n%s", got, want)
+	}
+}
+
+// spansReason finds, in `spans` output, each turn's end reason as its
+// trace tells it: dsh.turn.end_reason, with dsh.dangling.cause for a
+// dangling turn.
+var spansReason = regexp.MustCompile(`invoke_agent .*dsh\.turn=(\d+) dsh\.turn\.end_reason=(\S+)(?: dsh\.dangling\.cause=(\S+))?`)
+
+// TestTurnsSayWhatSpansSay: for every turn of the repository's dialect
+// logs, `turns` names the end reason the turn's trace carries — a dangling
+// turn as dangling, with its cause, never as "open".
+func TestTurnsSayWhatSpansSay(t *testing.T) {
+	files, err := filepath.Glob("../../testdata/dialects/*.jsonl")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no dialect logs: %v", err)
+	}
+	dangling := 0
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			_, spans, _ := runCLI(t, "", "spans", f)
+			_, outline, _ := runCLI(t, "", "turns", f)
+			for _, m := range spansReason.FindAllStringSubmatch(spans, -1) {
+				want := m[2]
+				if m[2] == "dangling" {
+					want = "dangling (" + m[3] + ")"
+					dangling++
+				}
+				line := regexp.MustCompile(`(?m)^turn ` + m[1] + `  (.*?)  `).FindStringSubmatch(outline)
+				if line == nil || !strings.HasPrefix(line[1], want) {
+					t.Errorf("turn %s: spans say %q, turns says %v:\n%s", m[1], want, line, outline)
+				}
+			}
+		})
+	}
+	if dangling == 0 {
+		t.Error("no dangling turn in the dialect logs: the test checks nothing of them")
 	}
 }

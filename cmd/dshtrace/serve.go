@@ -1,0 +1,476 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/dshtrace/dshtrace/internal/replay"
+	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
+)
+
+// defaultServeAddr is where `serve` listens unless told: loopback only.
+const defaultServeAddr = "127.0.0.1:7788"
+
+// runServe serves the replay pages of every session under one or more
+// dsh session roots (or session_archive roots, the same layout), read-only,
+// until interrupted.
+func runServe(args []string, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return serveUntil(ctx, args, stdout, stderr)
+}
+
+// serveUntil is runServe until ctx ends.
+func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	addr := fs.String("addr", defaultServeAddr, "listen on `HOST:PORT` (a non-loopback host serves the sessions to the network)")
+	jaeger := fs.String("jaeger", "", "link each turn to its trace in the Jaeger UI at `URL`")
+	noContent := fs.Bool("no-content", false, "leave out every message and tool payload")
+	perPage := fs.Int("turns-per-page", defaultTurnsPerPage, "show a long session `N` turns at a time")
+	roots, err := parseInterleaved(fs, args)
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("serve: %v", err)}
+	}
+	if len(roots) == 0 {
+		return &exitError{code: 2, err: errors.New("serve: want at least one ROOT (a dsh session root, e.g. ~/.dsh/sessions)")}
+	}
+	if err := checkJaeger(*jaeger); err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("serve: %v", err)}
+	}
+	srv, err := newServer(roots, serverConfig{Jaeger: *jaeger, NoContent: *noContent, TurnsPerPage: *perPage})
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("serve: %v", err)}
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return &exitError{code: 2, err: fmt.Errorf("serve: %v", err)}
+	}
+	if !isLoopback(ln.Addr()) {
+		fmt.Fprintf(stderr, "dshtrace: serve: %s is not a loopback address: anyone who reaches it reads these sessions\n", ln.Addr())
+	}
+	fmt.Fprintf(stdout, "serving the sessions of %s on http://%s/\n", strings.Join(roots, ", "), ln.Addr())
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan error, 1)
+	go func() { done <- hs.Serve(ln) }()
+	select {
+	case err := <-done:
+		return &exitError{code: 2, err: fmt.Errorf("serve: %v", err)}
+	case <-ctx.Done():
+	}
+	// Answer what is under way; a browser's idle and speculative
+	// connections are closed after a moment.
+	sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if hs.Shutdown(sctx) != nil {
+		hs.Close()
+	}
+	return nil
+}
+
+// isLoopback reports whether a listener's address is on loopback only.
+func isLoopback(a net.Addr) bool {
+	ta, ok := a.(*net.TCPAddr)
+	return ok && ta.IP.IsLoopback()
+}
+
+// defaultTurnsPerPage is how many turns one page of a long session shows.
+const defaultTurnsPerPage = 100
+
+// serverConfig shapes a server.
+type serverConfig struct {
+	Jaeger       string
+	NoContent    bool
+	TurnsPerPage int
+}
+
+// server serves the sessions of its roots. Every file it opens is one the
+// roots' listing found (no symbolic link followed), opened through an
+// os.Root: a request names a session by its id, looked up in that listing,
+// never joined into a path.
+type server struct {
+	cfg   serverConfig
+	roots []servedRoot
+	mux   *http.ServeMux
+
+	mu        sync.Mutex
+	summaries map[string]summary            // by file key
+	headers   map[string]*sessionlog.Header // by file key; nil: the file has none
+	pages     []cachedPage                  // the latest built pages, newest last
+}
+
+// servedRoot is one session root.
+type servedRoot struct {
+	path string
+	dir  *os.Root
+}
+
+// entry is one session found under a root.
+type entry struct {
+	root int
+	sessionroot.Session
+}
+
+// key names an entry's file as it is now: a changed file is another key.
+func (e entry) key() string {
+	return strconv.Itoa(e.root) + "\x00" + e.Path + "\x00" + strconv.FormatInt(e.Size, 10) + "\x00" + strconv.FormatInt(e.ModTime.UnixNano(), 10)
+}
+
+// summary is a session's line in the list, kept while its file is unchanged.
+type summary struct {
+	key   string
+	entry replay.ListEntry
+}
+
+// cachedPage is a built session page, kept while its file is unchanged.
+type cachedPage struct {
+	key  string
+	page *replay.Page
+}
+
+// maxCachedPages bounds the pages kept: a page holds a whole session.
+const maxCachedPages = 4
+
+func newServer(roots []string, cfg serverConfig) (*server, error) {
+	if cfg.TurnsPerPage <= 0 {
+		cfg.TurnsPerPage = defaultTurnsPerPage
+	}
+	s := &server{cfg: cfg, summaries: map[string]summary{}, headers: map[string]*sessionlog.Header{}}
+	for _, r := range roots {
+		dir, err := os.OpenRoot(r)
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("session root %s: %w", r, err)
+		}
+		s.roots = append(s.roots, servedRoot{path: r, dir: dir})
+	}
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("GET /{$}", s.list)
+	s.mux.HandleFunc("GET /s/{id}", s.session)
+	return s, nil
+}
+
+// Close closes the roots.
+func (s *server) Close() {
+	for _, r := range s.roots {
+		r.dir.Close()
+	}
+}
+
+// ServeHTTP answers with the page's own policy and no caching: the pages
+// hold personal data and change while sessions are written.
+func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h := w.Header()
+	h.Set("Content-Security-Policy", replay.Policy())
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("Cache-Control", "no-store")
+	s.mux.ServeHTTP(w, r)
+}
+
+// entries lists every session of every root, as the roots are now.
+func (s *server) entries() []entry {
+	var out []entry
+	for i, r := range s.roots {
+		list, err := sessionroot.List(r.path)
+		if err != nil {
+			continue
+		}
+		for _, ss := range list {
+			out = append(out, entry{root: i, Session: ss})
+		}
+	}
+	return out
+}
+
+// lookup finds session id: in root (its index, when given), else the copy
+// written last.
+func (s *server) lookup(entries []entry, id, root string) (entry, bool) {
+	var best entry
+	found := false
+	for _, e := range entries {
+		if e.ID != id || (root != "" && strconv.Itoa(e.root) != root) {
+			continue
+		}
+		if !found || e.ModTime.After(best.ModTime) {
+			best, found = e, true
+		}
+	}
+	return best, found
+}
+
+// url is a session's page; with the root when the id is in several.
+func (s *server) url(entries []entry, e entry) string {
+	u := "/s/" + url.PathEscape(e.ID)
+	copies := 0
+	for _, o := range entries {
+		if o.ID == e.ID {
+			copies++
+		}
+	}
+	if copies > 1 {
+		u += "?root=" + strconv.Itoa(e.root)
+	}
+	return u
+}
+
+// build reads a session's file and builds its page (without content when
+// summaryOnly, for the list).
+func (s *server) build(e entry, noContent bool) (*replay.Page, error) {
+	f, err := sessionroot.OpenComplete(s.roots[e.root].dir, e.Path, e.Zstd)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return replay.Build(f, replay.Options{Name: e.Path, Session: e.ID, NoContent: noContent})
+}
+
+// page is a session's page, from the cache while its file is unchanged.
+func (s *server) page(e entry) (*replay.Page, error) {
+	key := e.key()
+	s.mu.Lock()
+	for _, c := range s.pages {
+		if c.key == key {
+			s.mu.Unlock()
+			return c.page, nil
+		}
+	}
+	s.mu.Unlock()
+	p, err := s.build(e, s.cfg.NoContent)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.pages = append(s.pages, cachedPage{key, p})
+	if len(s.pages) > maxCachedPages {
+		s.pages = s.pages[1:]
+	}
+	s.mu.Unlock()
+	return p, nil
+}
+
+// summarize is a session's list entry, from the cache while its file is
+// unchanged.
+func (s *server) summarize(e entry) replay.ListEntry {
+	key := e.key()
+	s.mu.Lock()
+	c, ok := s.summaries[key]
+	s.mu.Unlock()
+	if ok {
+		return c.entry
+	}
+	var le replay.ListEntry
+	p, err := s.build(e, true)
+	switch {
+	case err != nil:
+		le = replay.ListEntry{Err: err.Error()}
+	case len(p.Sessions) == 0:
+		le = replay.ListEntry{Err: "no session in the file"}
+	default:
+		le = replay.Summary(p.Sessions[0])
+	}
+	le.ID, le.Size = e.ID, e.Size
+	le.Where = s.roots[e.root].path + " · " + e.Project
+	if !le.HasActivity && le.Err == "" {
+		le.Activity, le.HasActivity = e.ModTime.UnixMilli(), true
+	}
+	s.mu.Lock()
+	s.summaries[key] = summary{key, le}
+	s.mu.Unlock()
+	return le
+}
+
+// list serves the session list: the latest activity first, filtered by
+// session id, agent and turn end reason.
+func (s *server) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	l := replay.List{Query: q.Get("q"), Agent: q.Get("agent"), Reason: q.Get("reason")}
+	for _, root := range s.roots {
+		l.Roots = append(l.Roots, root.path)
+	}
+	entries := s.entries()
+	all := make([]replay.ListEntry, len(entries))
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for range 2 {
+		wg.Go(func() {
+			for i := range work {
+				all[i] = s.summarize(entries[i])
+				all[i].URL = s.url(entries, entries[i])
+			}
+		})
+	}
+	for i := range entries {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	agents, reasons := map[string]bool{}, map[string]bool{}
+	for _, e := range all {
+		if e.Agent != "" {
+			agents[e.Agent] = true
+		}
+		for _, rc := range e.Reasons {
+			reasons[rc.Kind] = true
+		}
+		if l.Matches(e) {
+			l.Sessions = append(l.Sessions, e)
+		}
+	}
+	l.Total = len(all)
+	l.Agents, l.Reasons = sortedKeys(agents), sortedKeys(reasons)
+	slices.SortStableFunc(l.Sessions, func(a, b replay.ListEntry) int {
+		switch {
+		case a.Activity > b.Activity:
+			return -1
+		case a.Activity < b.Activity:
+			return 1
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := replay.RenderList(w, l); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// session serves one session's page: the page of its turns that holds
+// ?find=ID (an element id) or ?turn=N, else ?page=N, else the first.
+func (s *server) session(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	q := r.URL.Query()
+	entries := s.entries()
+	e, ok := s.lookup(entries, id, q.Get("root"))
+	if !ok {
+		http.Error(w, fmt.Sprintf("no session %q under the served roots", id), http.StatusNotFound)
+		return
+	}
+	p, err := s.page(e)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("session %q (%s): %v", id, path.Join(s.roots[e.root].path, e.Path), err), http.StatusInternalServerError)
+		return
+	}
+	known := map[string]entry{}
+	for _, o := range entries {
+		known[o.ID] = o
+	}
+	self := s.url(entries, e)
+	opts := replay.RenderOptions{Jaeger: s.cfg.Jaeger, Home: "/", SessionURL: func(id string) string {
+		if o, ok := known[id]; ok {
+			return s.url(entries, o)
+		}
+		return ""
+	}, Children: func(id string) []replay.Child { return s.children(entries, id) }}
+	if len(p.Sessions) > 0 {
+		opts.Window = s.window(p.Sessions[0], self, q)
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := replay.Render(w, p, opts); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+// window picks the page of a long session a request asks for.
+func (s *server) window(sess *replay.Session, self string, q url.Values) *replay.Window {
+	n := s.cfg.TurnsPerPage
+	pages := sess.Pages(n)
+	if len(pages) < 2 {
+		return nil
+	}
+	cur := 0
+	find := q.Get("find")
+	if t := q.Get("turn"); find == "" && t != "" {
+		find = "turn-" + t
+	}
+	if i, ok := sess.FindPage(n, find); find != "" && ok {
+		cur = i
+	} else if v, err := strconv.Atoi(q.Get("page")); err == nil && v >= 1 && v <= len(pages) {
+		cur = v - 1
+	}
+	sep := "?"
+	if strings.Contains(self, "?") {
+		sep = "&"
+	}
+	w := &replay.Window{From: pages[cur][0], To: pages[cur][1], Find: self + sep + "find="}
+	first := 0
+	for i, pg := range pages {
+		turns := 0
+		for _, b := range sess.Blocks[pg[0]:pg[1]] {
+			if b.Turn != nil {
+				turns++
+			}
+		}
+		label := strconv.Itoa(first+1) + "–" + strconv.Itoa(first+turns)
+		first += turns
+		link := replay.PageLink{Label: label}
+		if i != cur {
+			link.URL = self + sep + "page=" + strconv.Itoa(i+1)
+		}
+		w.Pages = append(w.Pages, link)
+	}
+	return w
+}
+
+// header is a session file's header, read once while the file is unchanged.
+func (s *server) header(e entry) *sessionlog.Header {
+	key := e.key()
+	s.mu.Lock()
+	h, ok := s.headers[key]
+	s.mu.Unlock()
+	if ok {
+		return h
+	}
+	if f, err := sessionroot.OpenComplete(s.roots[e.root].dir, e.Path, e.Zstd); err == nil {
+		if dec, err := sessionlog.NewDecoder(f, sessionlog.Options{}); err == nil {
+			if row, err := dec.Next(); err == nil && row.Header != nil {
+				h = row.Header
+			}
+			dec.Close()
+		}
+		f.Close()
+	}
+	s.mu.Lock()
+	s.headers[key] = h
+	s.mu.Unlock()
+	return h
+}
+
+// children are the subagent sessions under the roots that session id
+// started: their headers name it their parent (docs/format.md §3).
+func (s *server) children(entries []entry, id string) []replay.Child {
+	var out []replay.Child
+	for _, e := range entries {
+		h := s.header(e)
+		if h == nil || h.ParentSession != id || h.Origin != "subagent" && h.DelegationDepth < 1 {
+			continue
+		}
+		out = append(out, replay.Child{ID: e.ID, Created: h.CreatedAt})
+	}
+	return out
+}

@@ -1,0 +1,187 @@
+package replay
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+)
+
+// Part is one content block of a message (docs/format.md §6.4), as the page shows it.
+type Part struct {
+	// Type is the block's type: text, reasoning, tool-call (tool_use in the
+	// seed dialect), tool-result, tool-addition, tool-removal, image, …
+	Type string
+	// Text is a text or reasoning block's text; for a block of another
+	// type, its JSON.
+	Text string
+	// ID and Name are a tool call's id and tool, or a tool result's call id
+	// (ID) or an addition's tool (Name).
+	ID, Name string
+	// Args are a tool call's arguments, indented when they are JSON.
+	Args string
+	// IsError is a tool result's error flag; Inner its content.
+	IsError bool
+	Inner   []Part
+}
+
+// rawBlock is what is read of a block.
+type rawBlock struct {
+	Type       string          `json:"type"`
+	Text       string          `json:"text"`
+	ID         string          `json:"id"`
+	Name       string          `json:"name"`
+	Arguments  json.RawMessage `json:"arguments"`
+	Input      json.RawMessage `json:"input"`
+	ToolCallID string          `json:"toolCallId"`
+	IsError    bool            `json:"isError"`
+	Content    json.RawMessage `json:"content"`
+	ToolName   string          `json:"toolName"`
+	MimeType   string          `json:"mimeType"`
+}
+
+// Parts parses a message's content (a JSON array of blocks; a bare string
+// is one text block) for display. Content that is neither is one text
+// block of itself.
+func Parts(content string) []Part {
+	var raws []json.RawMessage
+	if err := json.Unmarshal([]byte(content), &raws); err != nil {
+		var s string
+		if json.Unmarshal([]byte(content), &s) == nil {
+			return []Part{{Type: "text", Text: s}}
+		}
+		return []Part{{Type: "text", Text: content}}
+	}
+	out := make([]Part, 0, len(raws))
+	for _, raw := range raws {
+		out = append(out, block(raw))
+	}
+	return out
+}
+
+func block(raw json.RawMessage) Part {
+	var b rawBlock
+	if err := json.Unmarshal(raw, &b); err != nil {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return Part{Type: "text", Text: s}
+		}
+		return Part{Type: "json", Text: Indent(string(raw))}
+	}
+	switch b.Type {
+	case "text", "reasoning":
+		return Part{Type: b.Type, Text: b.Text}
+	case "tool-call", "tool_use":
+		args := b.Arguments
+		if len(args) == 0 {
+			args = b.Input
+		}
+		return Part{Type: "tool-call", ID: b.ID, Name: b.Name, Args: arguments(args)}
+	case "tool-result":
+		inner := Parts(string(b.Content))
+		if len(b.Content) == 0 {
+			inner = nil
+		}
+		return Part{Type: b.Type, ID: b.ToolCallID, IsError: b.IsError, Inner: inner}
+	case "tool-addition", "tool-removal":
+		return Part{Type: b.Type, Name: b.ToolName}
+	}
+	return Part{Type: b.Type, Name: b.MimeType, Text: Indent(string(raw))}
+}
+
+// arguments renders a tool call's arguments: dsh logs them as a JSON
+// string holding the model's raw text (perhaps invalid JSON), the seed
+// dialect as an object.
+func arguments(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return Indent(s)
+	}
+	return Indent(string(raw))
+}
+
+// Indent lays JSON out over lines, two spaces a level; anything that is not
+// JSON is returned as it is.
+func Indent(s string) string {
+	t := strings.TrimSpace(s)
+	if t == "" || (t[0] != '{' && t[0] != '[') {
+		return s
+	}
+	var buf bytes.Buffer
+	if json.Indent(&buf, []byte(t), "", "  ") != nil {
+		return s
+	}
+	return buf.String()
+}
+
+// Long content is clipped on the page (the rest one click away).
+const (
+	longBytes = 1600
+	longLines = 24
+)
+
+// IsLong reports whether text is long enough to be clipped.
+func IsLong(s string) bool {
+	return len(s) > longBytes || strings.Count(s, "\n") >= longLines
+}
+
+// Excerpt is the first line of a message's text (its first text block,
+// else its first block of any kind), cut at n characters.
+func Excerpt(content string, n int) string {
+	// Most messages have a text block, or a tool result holding one: read no
+	// more than types and texts.
+	type light struct {
+		Type, Text string
+		Content    []struct{ Type, Text string }
+	}
+	var bs0 []light
+	if json.Unmarshal([]byte(content), &bs0) == nil {
+		for _, b := range bs0 {
+			if b.Type == "text" && strings.TrimSpace(b.Text) != "" {
+				return cut(oneLine(b.Text), n)
+			}
+			if b.Type == "tool-result" && len(b.Content) > 0 && b.Content[0].Type == "text" {
+				return cut(oneLine(b.Content[0].Text), n)
+			}
+		}
+	}
+	bs := Parts(content)
+	text := ""
+	for _, b := range bs {
+		if b.Type == "text" && strings.TrimSpace(b.Text) != "" {
+			text = b.Text
+			break
+		}
+	}
+	if text == "" {
+		for _, b := range bs {
+			switch {
+			case b.Type == "tool-result" && len(b.Inner) > 0:
+				text = b.Inner[0].Text
+			case b.Type == "tool-call":
+				text = "→ " + b.Name + " " + oneLine(b.Args)
+			case b.Type == "reasoning":
+				text = "(reasoning) " + b.Text
+			}
+			if text != "" {
+				break
+			}
+		}
+	}
+	return cut(oneLine(text), n)
+}
+
+// oneLine folds whitespace runs, newlines included, into single spaces.
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// cut shortens s to n characters, marking the cut.
+func cut(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n]) + "…"
+}
