@@ -40,7 +40,8 @@ func runCheck(args []string, stdin io.Reader, stdout io.Writer) error {
 	code := 0
 	for _, name := range fs.Args() {
 		rep, err := checkFile(name, stdin)
-		if err != nil {
+		switch {
+		case err != nil:
 			code = 2
 			if *asJSON {
 				writeJSONLine(stdout, checkJSON{File: name, Turns: []sessionlog.TurnSummary{}, OpenTurns: []int64{},
@@ -49,48 +50,59 @@ func runCheck(args []string, stdin io.Reader, stdout io.Writer) error {
 				fmt.Fprintf(stdout, "%s: cannot read: %v\n", name, err)
 			}
 			continue
-		}
-		if len(rep.Violations) > 0 && code == 0 {
+		case len(rep.Violations) > 0 && code == 0:
 			code = 1
 		}
 		if *asJSON {
-			doc := checkJSON{File: name, Events: rep.Events, Turns: rep.Turns, OpenTurns: rep.OpenTurns, Violations: rep.Violations}
-			if rep.Format.Known && !rep.Format.Seed {
-				v := rep.Format.Version
-				doc.Version = &v
-			}
-			if doc.Turns == nil {
-				doc.Turns = []sessionlog.TurnSummary{}
-			}
-			if doc.OpenTurns == nil {
-				doc.OpenTurns = []int64{}
-			}
-			if doc.Violations == nil {
-				doc.Violations = []sessionlog.Violation{}
-			}
-			if t := rep.Tail; t != nil {
-				doc.TornTail = &tornJSON{Line: t.Line, Bytes: t.Bytes, Frame: t.Frame}
-			}
-			writeJSONLine(stdout, doc)
-			continue
+			writeJSONLine(stdout, checkDoc(name, rep))
+		} else {
+			writeCheck(stdout, name, rep)
 		}
-		for _, v := range rep.Violations {
-			fmt.Fprintf(stdout, "%s:%d: %s\n", name, v.Line, v)
-		}
-		if t := rep.Tail; t != nil {
-			fmt.Fprintf(stdout, "%s:%d: note: %s\n", name, t.Line, t)
-		}
-		open := ""
-		if len(rep.OpenTurns) > 0 {
-			open = fmt.Sprintf(", open turns %v", rep.OpenTurns)
-		}
-		fmt.Fprintf(stdout, "%s: %s, %d events, %d turns%s, %d violations\n",
-			name, rep.Format, rep.Events, len(rep.Turns), open, len(rep.Violations))
 	}
 	if code != 0 {
 		return &exitError{code: code}
 	}
 	return nil
+}
+
+// checkDoc is a file's report as check --json prints it: every list
+// present, empty rather than null.
+func checkDoc(name string, rep *sessionlog.Report) checkJSON {
+	doc := checkJSON{File: name, Events: rep.Events, Turns: rep.Turns, OpenTurns: rep.OpenTurns, Violations: rep.Violations}
+	if rep.Format.Known && !rep.Format.Seed {
+		v := rep.Format.Version
+		doc.Version = &v
+	}
+	if doc.Turns == nil {
+		doc.Turns = []sessionlog.TurnSummary{}
+	}
+	if doc.OpenTurns == nil {
+		doc.OpenTurns = []int64{}
+	}
+	if doc.Violations == nil {
+		doc.Violations = []sessionlog.Violation{}
+	}
+	if t := rep.Tail; t != nil {
+		doc.TornTail = &tornJSON{Line: t.Line, Bytes: t.Bytes, Frame: t.Frame}
+	}
+	return doc
+}
+
+// writeCheck prints a file's report: a line per violation, the torn tail,
+// and a summary line.
+func writeCheck(w io.Writer, name string, rep *sessionlog.Report) {
+	for _, v := range rep.Violations {
+		fmt.Fprintf(w, "%s:%d: %s\n", name, v.Line, v)
+	}
+	if t := rep.Tail; t != nil {
+		fmt.Fprintf(w, "%s:%d: note: %s\n", name, t.Line, t)
+	}
+	open := ""
+	if len(rep.OpenTurns) > 0 {
+		open = fmt.Sprintf(", open turns %v", rep.OpenTurns)
+	}
+	fmt.Fprintf(w, "%s: %s, %d events, %d turns%s, %d violations\n",
+		name, rep.Format, rep.Events, len(rep.Turns), open, len(rep.Violations))
 }
 
 func checkFile(name string, stdin io.Reader) (*sessionlog.Report, error) {

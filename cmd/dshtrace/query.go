@@ -83,25 +83,8 @@ func parseQuery(args []string) (*queryArgs, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	modes := 0
-	for _, m := range []string{"turn", "call-id", "sources"} {
-		if set[m] {
-			modes++
-		}
-	}
-	switch {
-	case len(files) != 1:
-		return nil, errors.New("want exactly one FILE")
-	case modes != 1:
-		return nil, errors.New("want exactly one of --turn, --call-id, --sources")
-	case set["transitive"] && !set["sources"]:
-		return nil, errors.New("--transitive needs --sources")
-	case set["turn"] && q.turn < 0:
-		return nil, fmt.Errorf("--turn %d: turn numbers are not negative", q.turn)
-	case set["call-id"] && q.callID == "":
-		return nil, errors.New("--call-id needs a non-empty ID")
-	case set["sources"] && q.seq < 0:
-		return nil, fmt.Errorf("--sources %d: seqs are not negative", q.seq)
+	if err := q.validate(set, files); err != nil {
+		return nil, err
 	}
 	q.file = files[0]
 	switch {
@@ -113,6 +96,32 @@ func parseQuery(args []string) (*queryArgs, error) {
 		q.mode = bySources
 	}
 	return q, nil
+}
+
+// validate checks the flags set and the files named: one file, one mode,
+// each flag's value in range.
+func (q *queryArgs) validate(set map[string]bool, files []string) error {
+	modes := 0
+	for _, m := range []string{"turn", "call-id", "sources"} {
+		if set[m] {
+			modes++
+		}
+	}
+	switch {
+	case len(files) != 1:
+		return errors.New("want exactly one FILE")
+	case modes != 1:
+		return errors.New("want exactly one of --turn, --call-id, --sources")
+	case set["transitive"] && !set["sources"]:
+		return errors.New("--transitive needs --sources")
+	case set["turn"] && q.turn < 0:
+		return fmt.Errorf("--turn %d: turn numbers are not negative", q.turn)
+	case set["call-id"] && q.callID == "":
+		return errors.New("--call-id needs a non-empty ID")
+	case set["sources"] && q.seq < 0:
+		return fmt.Errorf("--sources %d: seqs are not negative", q.seq)
+	}
+	return nil
 }
 
 // nothing says what was not found.
@@ -263,58 +272,21 @@ func querySources(q *queryArgs, stdin io.Reader, w io.Writer) (int, error) {
 		}
 		open = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 	}
-
-	// Pass 1: citations. Without --transitive only the queried seq's are needed.
-	cites := map[seqKey][]int64{}
 	f, err := open()
 	if err != nil {
 		return 0, err
 	}
-	err = eachRow(q.file, f, func(r *sessionlog.Row, _ sessionlog.Format) {
-		key := sessionKey(r)
-		for _, e := range r.Events {
-			if len(e.Sources) > 0 && (q.transitive || e.Seq == q.seq) && e.Seq <= q.seq {
-				k := seqKey{key, e.Seq}
-				cites[k] = append(cites[k], e.Sources...)
-			}
-		}
-	})
+	cites, err := readCitations(q, f)
 	f.Close()
 	if err != nil {
 		return 0, err
 	}
-	want := map[seqKey]bool{}
-	var queue []seqKey
-	for k, srcs := range cites {
-		if k.seq != q.seq {
-			continue
-		}
-		for _, s := range srcs {
-			c := seqKey{k.session, s}
-			if !want[c] {
-				want[c] = true
-				queue = append(queue, c)
-			}
-		}
-	}
-	for q.transitive && len(queue) > 0 {
-		k := queue[0]
-		queue = queue[1:]
-		for _, s := range cites[k] {
-			c := seqKey{k.session, s}
-			if !want[c] {
-				want[c] = true
-				queue = append(queue, c)
-			}
-		}
-	}
+	want := citedSet(q, cites)
 	if len(want) == 0 {
 		return 0, nil
 	}
-
 	// Pass 2: the rows holding a wanted event.
-	f, err = open()
-	if err != nil {
+	if f, err = open(); err != nil {
 		return 0, err
 	}
 	defer f.Close()
@@ -327,4 +299,47 @@ func querySources(q *queryArgs, stdin io.Reader, w io.Writer) (int, error) {
 		}
 	})
 	return n, err
+}
+
+// readCitations is the first pass: each event's sourceEventSeqs, of the
+// queried seq only or, with --transitive, of every event up to it.
+func readCitations(q *queryArgs, f io.Reader) (map[seqKey][]int64, error) {
+	cites := map[seqKey][]int64{}
+	err := eachRow(q.file, f, func(r *sessionlog.Row, _ sessionlog.Format) {
+		key := sessionKey(r)
+		for _, e := range r.Events {
+			if len(e.Sources) > 0 && (q.transitive || e.Seq == q.seq) && e.Seq <= q.seq {
+				k := seqKey{key, e.Seq}
+				cites[k] = append(cites[k], e.Sources...)
+			}
+		}
+	})
+	return cites, err
+}
+
+// citedSet is what the queried seq cites: directly, or with --transitive
+// down to events that cite nothing.
+func citedSet(q *queryArgs, cites map[seqKey][]int64) map[seqKey]bool {
+	want := map[seqKey]bool{}
+	var queue []seqKey
+	add := func(from seqKey) {
+		for _, s := range cites[from] {
+			c := seqKey{from.session, s}
+			if !want[c] {
+				want[c] = true
+				queue = append(queue, c)
+			}
+		}
+	}
+	for k := range cites {
+		if k.seq == q.seq {
+			add(k)
+		}
+	}
+	for q.transitive && len(queue) > 0 {
+		k := queue[0]
+		queue = queue[1:]
+		add(k)
+	}
+	return want
 }

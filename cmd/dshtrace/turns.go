@@ -64,31 +64,8 @@ func outlineStream(name string, r io.Reader, w io.Writer) error {
 	defer dec.Close()
 	// The whole log is outlined, inherited prefix included. Arrival time
 	// plays no part: nothing is swept, what is open at the end is flushed.
-	eng := turnengine.New(turnengine.Config{KeepInherited: true})
-	now := time.Unix(0, 0)
-	printed, shown := 0, ""
-	emit := func(turns []*turnengine.Turn) {
-		for _, t := range turns {
-			if t.Late != nil {
-				continue // a turn/end of a turn not in the outline (its start was never read)
-			}
-			if t.SessionID != "" && t.SessionID != shown {
-				fmt.Fprintf(w, "session %s\n", t.SessionID)
-			}
-			shown = t.SessionID
-			writeTurn(w, t)
-			printed++
-		}
-	}
-	seedCut := int64(-1) // v0/v1: the header's seedLength, until the cut is passed
-	inherited := func(key string, seq int64) {
-		parent := "the parent session"
-		if h := dec.Header(); key == "" && h != nil && h.ParentSession != "" {
-			parent = "parent session " + h.ParentSession
-		}
-		fmt.Fprintf(w, "(the turns above are inherited from %s; this session's own events start at seq %d)\n", parent, seq)
-	}
-	seen := map[string]int{} // sessions in order of first event
+	o := &outliner{w: w, dec: dec, eng: turnengine.New(turnengine.Config{KeepInherited: true}),
+		now: time.Unix(0, 0), seedCut: -1, seen: map[string]int{}}
 	for {
 		row, err := dec.Next()
 		if errors.Is(err, io.EOF) {
@@ -97,41 +74,93 @@ func outlineStream(name string, r io.Reader, w io.Writer) error {
 		if err != nil {
 			return fmt.Errorf("%s: %v", name, err)
 		}
-		if row.Kind == sessionlog.RowHeader && row.Header.HasSeedLength && row.Header.SeedLength > 0 {
-			seedCut = row.Header.SeedLength
-		}
-		key := sessionKey(row)
-		var header *sessionlog.Header
-		if key == "" {
-			header = dec.Header() // a file's header is its own session's only
-		}
-		if _, ok := seen[key]; !ok && len(row.Events) > 0 {
-			seen[key] = len(seen)
-		}
-		for i := range row.Events {
-			e := &row.Events[i]
-			if key == "" && seedCut > 0 && e.Seq >= seedCut {
-				inherited(key, seedCut)
-				seedCut = -1
-			}
-			eng.Ingest(turnengine.Input{SessionID: key, Event: e, Format: dec.Format(), Header: header}, now)
-			emit(eng.Drain())
-			if e.Type == "session/end-seed" && e.Inherited { // v2+: the last tagged marker is the cut
-				inherited(key, e.Seq)
-			}
-		}
+		o.row(row)
 	}
-	eng.Flush(turnengine.CauseEndOfInput, now)
-	open := eng.Drain() // in the order they opened: list them by session, as the sessions appeared
-	slices.SortStableFunc(open, func(a, b *turnengine.Turn) int { return seen[a.SessionID] - seen[b.SessionID] })
-	emit(open)
-	if printed == 0 {
-		fmt.Fprintln(w, "no turns")
-	}
+	o.finish()
 	if t := dec.Tail(); t != nil {
 		fmt.Fprintf(w, "note: %s: %s\n", name, t)
 	}
 	return nil
+}
+
+// outliner prints the turns of one log as the engine closes them.
+type outliner struct {
+	w   io.Writer
+	dec *sessionlog.Decoder
+	eng *turnengine.Engine
+	now time.Time
+	// printed counts the turns printed; shown is the session of the last.
+	printed int
+	shown   string
+	// seedCut is the header's seedLength (v0/v1) until the cut is passed.
+	seedCut int64
+	// seen numbers the sessions in order of their first event.
+	seen map[string]int
+}
+
+// row feeds a row's events to the engine, printing the turns they close
+// and where a fork's inherited prefix ends.
+func (o *outliner) row(row *sessionlog.Row) {
+	if row.Kind == sessionlog.RowHeader && row.Header.HasSeedLength && row.Header.SeedLength > 0 {
+		o.seedCut = row.Header.SeedLength
+	}
+	key := sessionKey(row)
+	var header *sessionlog.Header
+	if key == "" {
+		header = o.dec.Header() // a file's header is its own session's only
+	}
+	if _, ok := o.seen[key]; !ok && len(row.Events) > 0 {
+		o.seen[key] = len(o.seen)
+	}
+	for i := range row.Events {
+		e := &row.Events[i]
+		if key == "" && o.seedCut > 0 && e.Seq >= o.seedCut {
+			o.inherited(key, o.seedCut)
+			o.seedCut = -1
+		}
+		o.eng.Ingest(turnengine.Input{SessionID: key, Event: e, Format: o.dec.Format(), Header: header}, o.now)
+		o.emit(o.eng.Drain())
+		if e.Type == "session/end-seed" && e.Inherited { // v2+: the last tagged marker is the cut
+			o.inherited(key, e.Seq)
+		}
+	}
+}
+
+// emit prints closed turns, each session's name before its first.
+func (o *outliner) emit(turns []*turnengine.Turn) {
+	for _, t := range turns {
+		if t.Late != nil {
+			continue // a turn/end of a turn not in the outline (its start was never read)
+		}
+		if t.SessionID != "" && t.SessionID != o.shown {
+			fmt.Fprintf(o.w, "session %s\n", t.SessionID)
+		}
+		o.shown = t.SessionID
+		writeTurn(o.w, t)
+		o.printed++
+	}
+}
+
+// inherited says where a fork's inherited turns end.
+func (o *outliner) inherited(key string, seq int64) {
+	parent := "the parent session"
+	if h := o.dec.Header(); key == "" && h != nil && h.ParentSession != "" {
+		parent = "parent session " + h.ParentSession
+	}
+	fmt.Fprintf(o.w, "(the turns above are inherited from %s; this session's own events start at seq %d)\n", parent, seq)
+}
+
+// finish closes the turns still open at the end of the log as dangling
+// (end_of_input) and prints them, by session in the order the sessions
+// appeared.
+func (o *outliner) finish() {
+	o.eng.Flush(turnengine.CauseEndOfInput, o.now)
+	open := o.eng.Drain() // in the order they opened
+	slices.SortStableFunc(open, func(a, b *turnengine.Turn) int { return o.seen[a.SessionID] - o.seen[b.SessionID] })
+	o.emit(open)
+	if o.printed == 0 {
+		fmt.Fprintln(o.w, "no turns")
+	}
 }
 
 // sessionKey names the session a row belongs to: a file is one session
