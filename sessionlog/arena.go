@@ -3,6 +3,8 @@ package sessionlog
 import (
 	"os"
 	"sync"
+
+	"github.com/dshtrace/dshtrace/sessionlog/internal/jsontape"
 )
 
 // An Arena recycles the memory of decoded rows for a caller that is done
@@ -29,13 +31,13 @@ type Arena struct {
 
 	// tape is the parse scratch of the decoders the arena is set on (one
 	// row at a time, as the arena is used): no pool round trip per row.
-	tape *tape
+	tape *jsontape.Tape
 }
 
 // parseTape is the arena's tape, made at first use.
-func (a *Arena) parseTape() *tape {
+func (a *Arena) parseTape() *jsontape.Tape {
 	if a.tape == nil {
-		a.tape = new(tape)
+		a.tape = new(jsontape.Tape)
 	}
 	return a.tape
 }
@@ -61,11 +63,8 @@ func (a *Arena) Reset() {
 	a.finishes.reset(!p)
 	a.streams.reset(!p)
 	a.seqs.reset(!p)
-	if t := a.tape; t != nil {
-		t.s = "" // no row held
-		if cap(t.nodes) > maxPooledNodes || cap(t.ints) > maxPooledNodes {
-			a.tape = nil // grown by a huge row: left to the garbage collector
-		}
+	if a.tape != nil {
+		a.tape.Reset() // no row held
 	}
 }
 

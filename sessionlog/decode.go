@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/dshtrace/dshtrace/sessionlog/internal/jsontape"
 )
 
 // Default limits.
@@ -14,8 +16,6 @@ const (
 	// DefaultMaxDepth is the deepest JSON nesting accepted. Real rows stay
 	// far below it (a tool's JSON schema is the deepest thing dsh writes).
 	DefaultMaxDepth = 128
-	// maxParserDepth bounds MaxDepth: deeper rows are never legitimate.
-	maxParserDepth = 1024
 )
 
 // Format is what the decoder knows of the input's dialect and version.
@@ -78,7 +78,7 @@ type RowDecoder struct {
 	// tape, when set, parses every row (a Decoder lends its own);
 	// otherwise each Decode parses on the arena's, or takes one from the
 	// pool.
-	tape *tape
+	tape *jsontape.Tape
 
 	// The detail and chunk of the event being decoded, allocated with its
 	// row (see newEventRow); nil when the row has none.
@@ -204,14 +204,12 @@ func NewRowDecoder(maxRowBytes, maxDepth int) *RowDecoder {
 	if maxRowBytes <= 0 {
 		maxRowBytes = DefaultMaxRowBytes
 	}
-	if uint64(maxRowBytes) > maxTapeRow {
-		maxRowBytes = int(uint64(maxTapeRowBytes))
-	}
+	maxRowBytes = jsontape.LimitRowBytes(maxRowBytes)
 	if maxDepth <= 0 {
 		maxDepth = DefaultMaxDepth
 	}
-	if maxDepth > maxParserDepth {
-		maxDepth = maxParserDepth
+	if maxDepth > jsontape.MaxDepth {
+		maxDepth = jsontape.MaxDepth
 	}
 	return &RowDecoder{maxRowBytes: maxRowBytes, maxDepth: maxDepth}
 }
@@ -245,28 +243,28 @@ func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 		if d.arena != nil {
 			t = d.arena.parseTape()
 		} else {
-			t = getTape()
-			defer putTape(t)
+			t = jsontape.Get()
+			defer jsontape.Put(t)
 		}
 	}
 	// A row that parses is valid UTF-8 (parse checks the strings, JSON has
 	// non-ASCII bytes nowhere else); bad UTF-8 anywhere comes first.
-	syntax, lossless := t.parse(b, d.maxDepth, true)
+	syntax, lossless := t.Parse(b, d.maxDepth, true)
 	if syntax != nil {
 		if !utf8.Valid(b) {
 			return invalid(CodeUTF8Invalid, fmt.Sprintf("row is not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b)))
 		}
-		return invalid(syntax.code, fmt.Sprintf("%s at byte %d", syntax.msg, syntax.offset))
+		return invalid(jsonCode[syntax.Kind], syntax.Error())
 	}
-	v := t.root()
-	if v.Type() != tObject {
+	v := t.Root()
+	if v.Type() != jsontape.Object {
 		return invalid(CodeRowNotObject, fmt.Sprintf("row is a JSON %s, not an object", v.Type()))
 	}
 	var w wrapping
 	var m record
 	m.read(v)
 	env := unwrap(&w, v, &m)
-	if !env.ok() {
+	if !env.Exists() {
 		r := &Row{Kind: w.kind}
 		w.fill(r, line, b)
 		if w.problem != "" {
@@ -274,7 +272,7 @@ func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 		}
 		return r, nil
 	}
-	if env.i != v.i { // a wrapped record: its own members
+	if env != v { // a wrapped record: its own members
 		m = record{}
 		m.read(env)
 	}
@@ -283,13 +281,21 @@ func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 		return r, err
 	}
 	if lossless != nil && r.Kind != RowInvalid {
-		r.problem(r.FirstSeq(), lossless.code, fmt.Sprintf("%s (byte %d)", lossless.msg, lossless.offset))
+		r.problem(r.FirstSeq(), CodeNotLossless, fmt.Sprintf("%s (byte %d)", lossless.Msg, lossless.Offset))
 	}
 	return r, nil
 }
 
 func (r *Row) problem(seq int64, code, msg string) {
 	r.Problems = append(r.Problems, Violation{Line: r.Line, Seq: seq, Code: code, Message: msg})
+}
+
+// jsonCode is the violation code of each rule the JSON tape checks.
+var jsonCode = [...]string{
+	jsontape.InvalidJSON: CodeJSONInvalid,
+	jsontape.InvalidUTF8: CodeUTF8Invalid,
+	jsontape.TooDeep:     CodeJSONTooDeep,
+	jsontape.NotLossless: CodeNotLossless,
 }
 
 func firstInvalidUTF8(b []byte) int {
@@ -305,59 +311,59 @@ func firstInvalidUTF8(b []byte) int {
 
 // unwrap recognises the line wrappers of docs/format.md §10 and returns the record inside,
 // or nil when the row carries none (then r is complete).
-func unwrap(w *wrapping, v jv, m *record) jv {
+func unwrap(w *wrapping, v jsontape.Value, m *record) jsontape.Value {
 	// The first member of each name, from the walk of the row m is.
 	typ, method, id, event := m.typ, m.method, m.id, m.event
-	if method.ok() && !typ.ok() {
+	if method.Exists() && !typ.Exists() {
 		w.wrapper = WrapJSONRPC
 		w.method = method.String()
 		params := v.Get("params")
-		if params.ok() {
-			w.sessionID = params.GetStringBytes("sessionId")
+		if params.Exists() {
+			w.sessionID = params.GetString("sessionId")
 		}
 		if w.method != "session.event" {
 			w.kind = RowOther
-			return jv{}
+			return jsontape.Value{}
 		}
 		ev := params.Get("event")
-		if w.sessionID == "" || !ev.ok() || ev.Type() != tObject {
+		if w.sessionID == "" || !ev.Exists() || ev.Type() != jsontape.Object {
 			w.kind = RowInvalid
 			w.problem = "session.event notification needs params.sessionId (string) and params.event (object)"
-			return jv{}
+			return jsontape.Value{}
 		}
 		return ev
 	}
-	if !method.ok() && id.ok() && !typ.ok() && !event.ok() {
+	if !method.Exists() && id.Exists() && !typ.Exists() && !event.Exists() {
 		// A JSON-RPC response or request without a method we track.
 		w.wrapper = WrapJSONRPC
 		w.kind = RowOther
-		return jv{}
+		return jsontape.Value{}
 	}
 	switch t := typ.String(); t {
 	case "session_event":
 		w.wrapper = WrapStreamJSON
 		w.method = t
-		w.sessionID = v.GetStringBytes("sessionId")
-		if w.sessionID == "" || !event.ok() || event.Type() != tObject {
+		w.sessionID = v.GetString("sessionId")
+		if w.sessionID == "" || !event.Exists() || event.Type() != jsontape.Object {
 			w.kind = RowInvalid
 			w.problem = "session_event line needs sessionId (string) and event (object)"
-			return jv{}
+			return jsontape.Value{}
 		}
 		return event
 	case "result":
 		w.wrapper = WrapStreamJSON
 		w.method = t
-		w.sessionID = v.GetStringBytes("sessionId")
+		w.sessionID = v.GetString("sessionId")
 		w.kind = RowOther
-		return jv{}
+		return jsontape.Value{}
 	}
-	if !typ.ok() && event.ok() {
+	if !typ.Exists() && event.Exists() {
 		w.wrapper = WrapEnvelope
-		w.sessionID = v.GetStringBytes("sessionId")
-		if w.sessionID == "" || event.Type() != tObject {
+		w.sessionID = v.GetString("sessionId")
+		if w.sessionID == "" || event.Type() != jsontape.Object {
 			w.kind = RowInvalid
 			w.problem = "{sessionId, event} line needs sessionId (string) and event (object)"
-			return jv{}
+			return jsontape.Value{}
 		}
 		return event
 	}
@@ -366,9 +372,9 @@ func unwrap(w *wrapping, v jv, m *record) jv {
 
 // decodeRecord decodes a header, packed row or event record into a new
 // row (line, b and w's fields filled in).
-func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jv, m *record) (*Row, error) {
+func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jsontape.Value, m *record) (*Row, error) {
 	tv := m.typ
-	if !tv.ok() || tv.Type() != tString {
+	if !tv.Exists() || tv.Type() != jsontape.String {
 		r := d.newRow()
 		w.fill(r, line, b)
 		r.Kind = RowInvalid
@@ -382,7 +388,7 @@ func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jv, m *reco
 		w.fill(r, line, b)
 		return r, d.decodeHeader(r, v)
 	case "text-chunks", "reasoning-chunks", "tool-call-chunks":
-		if m.seq0.ok() || !m.seq.ok() {
+		if m.seq0.Exists() || !m.seq.Exists() {
 			r := d.newRow()
 			w.fill(r, line, b)
 			d.evidence(0, false)
@@ -405,25 +411,17 @@ func (d *RowDecoder) decodeRecord(w *wrapping, line int, b []byte, v jv, m *reco
 // record holds the members of an event record the decoder reads (the
 // first of each name), found in one walk over the record.
 type record struct {
-	typ, seq, seq0, time, data, ignorable, surfaceOp, sources jv
+	typ, seq, seq0, time, data, ignorable, surfaceOp, sources jsontape.Value
 	// method, id and event are the line wrappers' keys (unwrap); in a
 	// record they are extra.
-	method, id, event jv
+	method, id, event jsontape.Value
 	// extra: the record has a key a v2+ envelope may not carry.
 	extra bool
 }
 
-func (m *record) read(v jv) {
-	t := v.t
-	end := t.nodes[v.i].next
-	for k := v.i + 1; k < end; k = t.nodes[k+1].next {
-		val := jv{t, k + 1}
-		var slot *jv
-		n := &t.nodes[k]
-		key := t.s[n.start:n.end]
-		if n.esc {
-			key = unescape(key)
-		}
+func (m *record) read(v jsontape.Value) {
+	for key, val := range v.Members() {
+		var slot *jsontape.Value
 		switch key {
 		case "type":
 			slot = &m.typ
@@ -455,26 +453,14 @@ func (m *record) read(v jv) {
 			m.extra = true
 			continue
 		}
-		if !slot.ok() {
+		if !slot.Exists() {
 			*slot = val
 		}
 	}
 }
 
-// intValue reads a safe integer (intField of a value found already).
-func intValue(f jv) (int64, bool) {
-	if !f.ok() || f.Type() != tNumber {
-		return 0, false
-	}
-	n, err := f.Int64()
-	if err != nil || n > maxSafeInteger || n < -maxSafeInteger {
-		return 0, false
-	}
-	return n, true
-}
-
-func seqOf(v jv) int64 {
-	if s := v.Get("seq"); s.ok() {
+func seqOf(v jsontape.Value) int64 {
+	if s := v.Get("seq"); s.Exists() {
 		if n, err := s.Int64(); err == nil && n >= 0 {
 			return n
 		}
@@ -501,17 +487,17 @@ var headerKeysV2 = map[string]bool{
 	"delegationDepth": true, "cwd": true, "parentSession": true, "origin": true, "agentPreset": true,
 }
 
-func (d *RowDecoder) decodeHeader(r *Row, v jv) error {
+func (d *RowDecoder) decodeHeader(r *Row, v jsontape.Value) error {
 	r.Kind = RowHeader
 	h := &Header{}
 	r.Header = h
 	if d.rows != 1 {
 		r.problem(-1, CodeHeaderMisplaced, "a session header may only be the first row")
 	}
-	if vv := v.Get("version"); vv.ok() {
+	if vv := v.Get("version"); vv.Exists() {
 		n, err := vv.Int()
 		if err != nil || n < 0 || n > 4 {
-			return &UnsupportedVersionError{Line: r.Line, Version: string(vv.MarshalTo(nil))}
+			return &UnsupportedVersionError{Line: r.Line, Version: string(vv.Raw())}
 		}
 		h.Version, h.HasVersion = n, true
 	}
@@ -519,30 +505,30 @@ func (d *RowDecoder) decodeHeader(r *Row, v jv) error {
 	// The header outlives its row (Decoder.Header, RowDecoder.Header): its
 	// strings are copies, not views of memory a ReuseRows Decoder or an
 	// arena's caller reuses.
-	h.ID = strings.Clone(v.GetStringBytes("id"))
+	h.ID = strings.Clone(v.GetString("id"))
 	if h.ID == "" {
 		bad("header needs a non-empty string \"id\"")
 	}
 	r.SessionID = h.ID
-	if n, ok := intField(v, "createdAt"); ok {
+	if n, ok := v.Get("createdAt").SafeInt(); ok {
 		h.CreatedAt = n
 	} else {
 		bad("header needs an integer \"createdAt\"")
 	}
-	if n, ok := intField(v, "delegationDepth"); ok {
+	if n, ok := v.Get("delegationDepth").SafeInt(); ok {
 		h.DelegationDepth = n
 	} else if h.Version >= 2 {
 		// Required on disk by the format, but early v0 writers omitted it.
 		bad("header needs an integer \"delegationDepth\"")
 	}
-	h.Cwd = strings.Clone(v.GetStringBytes("cwd"))
-	h.ParentSession = strings.Clone(v.GetStringBytes("parentSession"))
-	h.Origin = strings.Clone(v.GetStringBytes("origin"))
-	h.AgentPreset = strings.Clone(v.GetStringBytes("agentPreset"))
-	if n, ok := intField(v, "seedLength"); ok {
+	h.Cwd = strings.Clone(v.GetString("cwd"))
+	h.ParentSession = strings.Clone(v.GetString("parentSession"))
+	h.Origin = strings.Clone(v.GetString("origin"))
+	h.AgentPreset = strings.Clone(v.GetString("agentPreset"))
+	if n, ok := v.Get("seedLength").SafeInt(); ok {
 		h.SeedLength, h.HasSeedLength = n, true
 	}
-	if b := v.Get("isSeeded"); b.ok() {
+	if b := v.Get("isSeeded"); b.Exists() {
 		bv, err := b.Bool()
 		if err != nil {
 			bad("header \"isSeeded\" must be a boolean")
@@ -553,14 +539,14 @@ func (d *RowDecoder) decodeHeader(r *Row, v jv) error {
 		if !h.HasIsSeeded {
 			bad(fmt.Sprintf("a v%d header needs a boolean \"isSeeded\"", h.Version))
 		}
-		v.GetObject().Visit(func(k string, _ jv) {
-			if !headerKeysV2[string(k)] {
+		for k := range v.Members() {
+			if !headerKeysV2[k] {
 				bad(fmt.Sprintf("a v%d header may not carry %q", h.Version, k))
 			}
-		})
+		}
 	} else {
 		for _, k := range []string{"sandboxMode", "approvalPolicy"} {
-			if v.Get(k).ok() {
+			if v.Get(k).Exists() {
 				bad(fmt.Sprintf("a v%d header may not carry %q", h.Version, k))
 			}
 		}
@@ -569,9 +555,6 @@ func (d *RowDecoder) decodeHeader(r *Row, v jv) error {
 	d.format = Format{Version: h.Version, Known: true, FromHeader: true}
 	return nil
 }
-
-// intField reads a safe integer member.
-func intField(v jv, key string) (int64, bool) { return intValue(v.Get(key)) }
 
 // envelopeKeyV2 reports whether a v2+ event record may carry key.
 func envelopeKeyV2(key string) bool {
@@ -583,9 +566,9 @@ func envelopeKeyV2(key string) bool {
 }
 
 // decodeEnvelope fills e from an event record (docs/format.md §4) and its typed payload.
-func (d *RowDecoder) decodeEnvelope(r *Row, e *Event, v jv, m *record) {
+func (d *RowDecoder) decodeEnvelope(r *Row, e *Event, v jsontape.Value, m *record) {
 	e.Seq = -1
-	if n, ok := intValue(m.seq); ok && n >= 0 {
+	if n, ok := m.seq.SafeInt(); ok && n >= 0 {
 		e.Seq = n
 	} else {
 		r.Kind = RowInvalid
@@ -593,67 +576,67 @@ func (d *RowDecoder) decodeEnvelope(r *Row, e *Event, v jv, m *record) {
 		r.problem(-1, CodeEnvelopeInvalid, fmt.Sprintf("%s event has no non-negative integer \"seq\"", e.Type))
 		return
 	}
-	if n, ok := intValue(m.time); ok {
+	if n, ok := m.time.SafeInt(); ok {
 		e.Time = n
 	} else {
 		r.problem(e.Seq, CodeEnvelopeInvalid, fmt.Sprintf("%s event has no integer \"time\"", e.Type))
 	}
-	if ig := m.ignorable; ig.ok() {
-		if ig.Type() != tTrue {
+	if ig := m.ignorable; ig.Exists() {
+		if ig.Type() != jsontape.True {
 			r.problem(e.Seq, CodeEnvelopeInvalid, "\"ignorable\" may only be the literal true")
 		}
 		e.Ignorable = true
 	}
 	data := m.data
-	if !data.ok() {
+	if !data.Exists() {
 		r.problem(e.Seq, CodeEnvelopeInvalid, fmt.Sprintf("%s event has no \"data\"", e.Type))
 	}
 	if m.extra && d.format.RulesVersion() >= 2 {
-		v.GetObject().Visit(func(k string, _ jv) {
+		for k := range v.Members() {
 			if !envelopeKeyV2(k) {
 				r.problem(e.Seq, CodeEnvelopeExtraKeys, fmt.Sprintf("the v2+ envelope is closed; %q is not allowed", k))
 			}
-		})
+		}
 	}
-	if op := m.surfaceOp; op.ok() {
+	if op := m.surfaceOp; op.Exists() {
 		d.decodeSurfaceOp(r, e, op)
 	}
-	if src := m.sources; src.ok() {
+	if src := m.sources; src.Exists() {
 		d.decodeSources(r, e, src)
 	}
-	if data.ok() && data.Type() == tObject {
+	if data.Exists() && data.Type() == jsontape.Object {
 		d.decodeData(r, e, data)
 	}
 }
 
-func (d *RowDecoder) decodeSurfaceOp(r *Row, e *Event, op jv) {
-	if op.Type() == tString {
-		if string(op.GetStringBytes()) == "append" {
+func (d *RowDecoder) decodeSurfaceOp(r *Row, e *Event, op jsontape.Value) {
+	if op.Type() == jsontape.String {
+		if string(op.GetString()) == "append" {
 			e.Surface.Kind = SurfaceAppend
 			return
 		}
 		e.Surface.Kind = SurfaceInvalid
-		r.problem(e.Seq, CodeSurfaceOpInvalid, fmt.Sprintf("unknown surfaceOp %s", op.MarshalTo(nil)))
+		r.problem(e.Seq, CodeSurfaceOpInvalid, fmt.Sprintf("unknown surfaceOp %s", op.Raw()))
 		return
 	}
-	if op.Type() == tObject && string(op.GetStringBytes("op")) == "replace" {
-		obj := op.GetObject()
-		a, okA := intField(op, "startSeq")
-		b, okB := intField(op, "endSeq")
-		if okA && okB && obj.Len() == 3 {
+	if op.Type() == jsontape.Object && string(op.GetString("op")) == "replace" {
+		members := op.ObjectLen()
+		a, okA := op.Get("startSeq").SafeInt()
+		b, okB := op.Get("endSeq").SafeInt()
+		if okA && okB && members == 3 {
 			e.Surface = SurfaceOp{Kind: SurfaceReplace, Start: a, End: b, SeqKeys: true}
 			d.evidence(3, false)
 			return
 		}
-		a, okA = intField(op, "start")
-		b, okB = intField(op, "end")
-		if okA && okB && obj.Len() == 3 {
+		a, okA = op.Get("start").SafeInt()
+		b, okB = op.Get("end").SafeInt()
+		if okA && okB && members == 3 {
 			e.Surface = SurfaceOp{Kind: SurfaceReplace, Start: a, End: b}
 			return
 		}
 	}
 	e.Surface.Kind = SurfaceInvalid
-	r.problem(e.Seq, CodeSurfaceOpInvalid, fmt.Sprintf("surfaceOp %s is neither \"append\" nor {op:\"replace\", start/end or startSeq/endSeq}", op.MarshalTo(nil)))
+	r.problem(e.Seq, CodeSurfaceOpInvalid, fmt.Sprintf("surfaceOp %s is neither \"append\" nor {op:\"replace\", start/end or startSeq/endSeq}", op.Raw()))
 }
 
 // maxSourceSeqs bounds how many seqs one sourceEventSeqs may expand to: a
@@ -666,20 +649,17 @@ const maxSourceSeqs = 1 << 20
 // with one allocation. Malformed entries count as one, and so do ranges
 // that reach seq (the event's own, when not negative), which
 // decodeSources rejects before expanding them.
-func sourcesLen(src jv, seq int64) int {
+func sourcesLen(src jsontape.Value, seq int64) int {
 	n := 0
-	for el, end := src.elems(); el.i < end && n < maxSourceSeqs; el = el.after() {
-		if el.Type() == tArray {
-			if a := el.first(); a.ok() {
-				if b := a.after(); b.i < el.t.nodes[el.i].next && b.after().i == el.t.nodes[el.i].next {
-					first, err1 := a.Int64()
-					last, err2 := b.Int64()
-					if err1 == nil && err2 == nil && first >= 0 && first <= last && last-first < maxSourceSeqs &&
-						(seq < 0 || last < seq) {
-						n += int(last - first + 1)
-						continue
-					}
-				}
+	for el := range src.Elements() {
+		if n >= maxSourceSeqs {
+			break
+		}
+		if el.Type() == jsontape.Array {
+			if first, last, ok := sourceRange(el); ok && first >= 0 && first <= last && last-first < maxSourceSeqs &&
+				(seq < 0 || last < seq) {
+				n += int(last - first + 1)
+				continue
 			}
 		}
 		n++
@@ -687,18 +667,28 @@ func sourcesLen(src jv, seq int64) int {
 	return min(n, maxSourceSeqs)
 }
 
+// sourceRange reads a [first, last] pair of integers.
+func sourceRange(el jsontape.Value) (first, last int64, ok bool) {
+	a, b, ok := el.Pair()
+	if !ok {
+		return 0, 0, false
+	}
+	first, err1 := a.Int64()
+	last, err2 := b.Int64()
+	return first, last, err1 == nil && err2 == nil
+}
+
 // decodeSources expands sourceEventSeqs (docs/format.md §5.2) and checks the rules that
 // need nothing but the event itself.
-func (d *RowDecoder) decodeSources(r *Row, e *Event, src jv) {
+func (d *RowDecoder) decodeSources(r *Row, e *Event, src jsontape.Value) {
 	e.HasSources = true
-	if src.Type() != tArray {
+	if src.Type() != jsontape.Array {
 		r.problem(e.Seq, CodeSourcesInvalid, "sourceEventSeqs must be an array")
 		return
 	}
 	var problem string
-	bad := func(format string, args ...any) bool {
+	bad := func(format string, args ...any) {
 		problem = fmt.Sprintf(format, args...)
-		return false
 	}
 	var out []int64
 	if n := sourcesLen(src, e.Seq); d.arena != nil {
@@ -706,52 +696,45 @@ func (d *RowDecoder) decodeSources(r *Row, e *Event, src jv) {
 	} else {
 		out = make([]int64, 0, n)
 	}
-	src.each(func(el jv) bool {
+	for el := range src.Elements() {
 		switch el.Type() {
-		case tNumber:
+		case jsontape.Number:
 			n, err := el.Int64()
-			if err != nil || n < 0 || n > maxSafeInteger {
-				return bad("sourceEventSeqs element %s is not a seq", el.raw())
+			if err != nil || n < 0 || n > jsontape.MaxSafeInteger {
+				bad("sourceEventSeqs element %s is not a seq", el.Raw())
+				break
 			}
 			out = append(out, n)
-		case tArray:
-			first, last, k := int64(-1), int64(-1), 0
-			okPair := true
-			el.each(func(x jv) bool {
-				n, err := x.Int64()
-				if err != nil || k > 1 {
-					okPair = false
-					return false
-				}
-				if k == 0 {
-					first = n
-				} else {
-					last = n
-				}
-				k++
-				return true
-			})
-			if !okPair || k != 2 {
-				return bad("sourceEventSeqs range %s must be [first, last] integers", el.raw())
+		case jsontape.Array:
+			first, last, ok := sourceRange(el)
+			if !ok {
+				bad("sourceEventSeqs range %s must be [first, last] integers", el.Raw())
+				break
 			}
 			if first < 0 || first > last {
-				return bad("sourceEventSeqs range %s needs integers first ≤ last", el.raw())
+				bad("sourceEventSeqs range %s needs integers first ≤ last", el.Raw())
+				break
 			}
 			if e.Seq >= 0 && last >= e.Seq {
-				return bad("sourceEventSeqs range %s reaches seq %d, not earlier than the event", el.raw(), last)
+				bad("sourceEventSeqs range %s reaches seq %d, not earlier than the event", el.Raw(), last)
+				break
 			}
 			if last-first+1 > int64(maxSourceSeqs-len(out)) {
-				return bad("sourceEventSeqs expands to more than %d seqs", maxSourceSeqs)
+				bad("sourceEventSeqs expands to more than %d seqs", maxSourceSeqs)
+				break
 			}
 			e.SourcesRanged = true
 			for n := first; n <= last; n++ {
 				out = append(out, n)
 			}
 		default:
-			return bad("sourceEventSeqs element %s is neither a seq nor a [first, last] range", el.raw())
+			bad("sourceEventSeqs element %s is neither a seq nor a [first, last] range", el.Raw())
+			break
 		}
-		return true
-	})
+		if problem != "" {
+			break
+		}
+	}
 	if problem != "" {
 		r.problem(e.Seq, CodeSourcesInvalid, problem)
 		return
@@ -784,12 +767,12 @@ func (d *RowDecoder) decodeSources(r *Row, e *Event, src jv) {
 }
 
 // decodeData reads the typed payload fields the validator and engine need.
-func (d *RowDecoder) decodeData(r *Row, e *Event, data jv) {
-	turn, step := data.get2("turn", "step")
-	if n, ok := intValue(turn); ok {
+func (d *RowDecoder) decodeData(r *Row, e *Event, data jsontape.Value) {
+	turn, step := data.Get2("turn", "step")
+	if n, ok := turn.SafeInt(); ok {
 		e.Turn, e.HasTurn = n, true
 	}
-	if n, ok := intValue(step); ok {
+	if n, ok := step.SafeInt(); ok {
 		e.Step, e.HasStep = n, true
 	}
 	switch e.Type {
@@ -804,8 +787,8 @@ func (d *RowDecoder) decodeData(r *Row, e *Event, data jv) {
 		d.evidence(0, false)
 		e.Chunk = d.chunk
 		if c := data.Get("chunk"); d.shallow {
-			if c.Type() == tObject {
-				e.Chunk.Type = c.GetStringBytes("type")
+			if c.Type() == jsontape.Object {
+				e.Chunk.Type = c.GetString("type")
 			}
 		} else {
 			d.decodeChunk(e.Chunk, c)
@@ -824,28 +807,28 @@ func (d *RowDecoder) decodeData(r *Row, e *Event, data jv) {
 // decodePlacement is decodeDetail of a shallow decode (SetShallow): the
 // detail fields placing an event reads, and every check of decodeDetail
 // that is evidence of the format, made the same way.
-func (d *RowDecoder) decodePlacement(e *Event, data jv) {
+func (d *RowDecoder) decodePlacement(e *Event, data jsontape.Value) {
 	switch e.Type {
 	case "turn/end":
-		if r := data.Get("reason"); r.Type() == tString {
+		if r := data.Get("reason"); r.Type() == jsontape.String {
 			e.Reason.Kind = r.String()
 		} else {
-			e.Reason.Kind = r.GetStringBytes("kind")
+			e.Reason.Kind = r.GetString("kind")
 		}
 		if e.Reason.Kind == "forked" {
 			d.evidence(4, false)
 		}
 	case "tool/call", "approval/asked":
-		e.CallID = data.GetStringBytes("callId")
+		e.CallID = data.GetString("callId")
 		if e.Type == "tool/call" {
-			e.ToolName = data.GetStringBytes("name")
+			e.ToolName = data.GetString("name")
 		} else {
-			e.ToolName = data.GetStringBytes("toolName")
+			e.ToolName = data.GetString("toolName")
 		}
 	case "tool/result":
 		d.decodeToolResult(e, data)
 	case "user/message":
-		if !data.Get("id").ok() {
+		if !data.Get("id").Exists() {
 			d.evidence(0, true)
 		}
 	case "system/message":
@@ -854,27 +837,26 @@ func (d *RowDecoder) decodePlacement(e *Event, data jv) {
 		d.evidence(4, false)
 	case "assistant/message":
 		msg := d.messageOf(data)
-		msg.Get("content").each(func(b jv) bool {
-			if b.GetStringBytes("type") == "tool_use" {
+		for b := range msg.Get("content").Elements() {
+			if b.GetString("type") == "tool_use" {
 				d.evidence(0, true)
-				return false
+				break
 			}
-			return true
-		})
-		if data.Get("stream").ok() {
+		}
+		if data.Get("stream").Exists() {
 			d.evidence(2, false)
 			e.Stream = shallowStream
 		}
 	case "tool/ptc-dispatch-start", "tool/ptc-dispatch", "tool/code-dispatch-start", "tool/code-dispatch":
-		e.SubCallID = data.GetStringBytes("subCallId")
-		e.CallID = data.GetStringBytes("parentCallId")
-		e.ToolName = data.GetStringBytes("name")
+		e.SubCallID = data.GetString("subCallId")
+		e.CallID = data.GetString("parentCallId")
+		e.ToolName = data.GetString("name")
 	}
 }
 
 // decodeDetail reads the fields of e.Detail, which is the event's own
 // (hasDetail(e.Type)).
-func (d *RowDecoder) decodeDetail(e *Event, data jv) {
+func (d *RowDecoder) decodeDetail(e *Event, data jsontape.Value) {
 	switch e.Type {
 	case "turn/end":
 		e.Reason = decodeReason(data.Get("reason"))
@@ -882,28 +864,28 @@ func (d *RowDecoder) decodeDetail(e *Event, data jv) {
 			d.evidence(4, false)
 		}
 	case "tool/call":
-		e.CallID = string(data.GetStringBytes("callId"))
-		e.ToolName = string(data.GetStringBytes("name"))
-		e.Arguments = string(data.GetStringBytes("arguments"))
+		e.CallID = string(data.GetString("callId"))
+		e.ToolName = string(data.GetString("name"))
+		e.Arguments = string(data.GetString("arguments"))
 	case "tool/result":
 		d.decodeToolResult(e, data)
 	case "user/message":
-		var m [rmMembers]jv
-		data.gather(resultMessageMember, m[:])
+		var m [rmMembers]jsontape.Value
+		data.Gather(resultMessageMember, m[:])
 		e.Role = m[rmRole].String()
 		e.MessageID = m[rmID].String()
 		e.SourceKind = m[rmSource].Get("kind").String()
-		e.ContentEmpty = m[rmContent].arrayLen() == 0
-		if !m[rmID].ok() {
+		e.ContentEmpty = m[rmContent].ArrayLen() == 0
+		if !m[rmID].Exists() {
 			d.evidence(0, true)
 		}
 	case "system/message", "developer/message":
-		var m [rmMembers]jv
-		data.Get("message").gather(resultMessageMember, m[:])
+		var m [rmMembers]jsontape.Value
+		data.Get("message").Gather(resultMessageMember, m[:])
 		e.Role = m[rmRole].String()
 		e.MessageID = m[rmID].String()
 		e.SourceKind = m[rmSource].Get("kind").String()
-		e.ContentEmpty = m[rmContent].arrayLen() == 0
+		e.ContentEmpty = m[rmContent].ArrayLen() == 0
 		if e.Type == "developer/message" {
 			d.evidence(4, false)
 		} else {
@@ -912,94 +894,94 @@ func (d *RowDecoder) decodeDetail(e *Event, data jv) {
 	case "assistant/message":
 		d.decodeAssistantMessage(e, data)
 	case "request/header":
-		e.HasSystem = data.Get("header", "system").ok()
-		e.Provider = string(data.GetStringBytes("header", "config", "provider"))
-		e.Model = string(data.GetStringBytes("header", "config", "model"))
+		e.HasSystem = data.Get("header", "system").Exists()
+		e.Provider = string(data.GetString("header", "config", "provider"))
+		e.Model = string(data.GetString("header", "config", "model"))
 	case "request/context":
-		e.Provider = string(data.GetStringBytes("provider"))
-		e.Model = string(data.GetStringBytes("model"))
+		e.Provider = string(data.GetString("provider"))
+		e.Model = string(data.GetString("model"))
 	case "tool/ptc-dispatch-start", "tool/ptc-dispatch", "tool/code-dispatch-start", "tool/code-dispatch":
-		e.SubCallID = string(data.GetStringBytes("subCallId"))
-		e.CallID = string(data.GetStringBytes("parentCallId"))
-		e.RootCallID = string(data.GetStringBytes("rootCallId"))
-		e.ToolName = string(data.GetStringBytes("name"))
+		e.SubCallID = string(data.GetString("subCallId"))
+		e.CallID = string(data.GetString("parentCallId"))
+		e.RootCallID = string(data.GetString("rootCallId"))
+		e.ToolName = string(data.GetString("name"))
 		e.IsError = data.GetBool("isError")
-		e.ErrorCode = string(data.GetStringBytes("error", "code"))
+		e.ErrorCode = string(data.GetString("error", "code"))
 	case "llm/retry":
-		e.Provider = string(data.GetStringBytes("provider"))
-		if n, ok := intField(data, "retry"); ok {
+		e.Provider = string(data.GetString("provider"))
+		if n, ok := data.Get("retry").SafeInt(); ok {
 			e.Retry = n
 		}
 		e.Failure = decodeFailure(data.Get("failure"))
 	case "llm/retry-started":
-		if n, ok := intField(data, "retry"); ok {
+		if n, ok := data.Get("retry").SafeInt(); ok {
 			e.Retry = n
 		}
 	case "session/end-seed":
 		e.Inherited = data.GetBool("inherited")
 	case "approval/asked":
-		e.CallID = string(data.GetStringBytes("callId"))
-		e.ToolName = string(data.GetStringBytes("toolName"))
+		e.CallID = string(data.GetString("callId"))
+		e.ToolName = string(data.GetString("toolName"))
 	}
 }
 
 // messageOf is data.message, or data itself for the earliest v0 writers,
 // which put the message's fields (content, callId, …) straight into data.
-func (d *RowDecoder) messageOf(data jv) jv {
-	if m := data.Get("message"); m.ok() {
+func (d *RowDecoder) messageOf(data jsontape.Value) jsontape.Value {
+	if m := data.Get("message"); m.Exists() {
 		return m
 	}
 	return data
 }
 
-func (d *RowDecoder) decodeToolResult(e *Event, data jv) {
+func (d *RowDecoder) decodeToolResult(e *Event, data jsontape.Value) {
 	msg := d.messageOf(data)
-	var m [rmMembers]jv
-	msg.gather(resultMessageMember, m[:])
+	var m [rmMembers]jsontape.Value
+	msg.Gather(resultMessageMember, m[:])
 	e.Role = m[rmRole].String()
 	e.MessageID = m[rmID].String()
-	srcKind, srcCallID := m[rmSource].get2("kind", "callId")
+	srcKind, srcCallID := m[rmSource].Get2("kind", "callId")
 	e.SourceKind = srcKind.String()
 	e.SyntheticResult = strings.HasPrefix(e.MessageID, "interrupted-tool-result-")
 	// Call id, first of: toolCallId, source.callId, the tool-result block (docs/format.md §13.3).
 	block := m[rmContent].Get("0")
 	switch {
-	case m[rmToolCallID].ok():
+	case m[rmToolCallID].Exists():
 		e.CallID = m[rmToolCallID].String()
 		if e.Role == "tool" {
 			d.evidence(4, false)
 		}
-	case srcCallID.ok():
+	case srcCallID.Exists():
 		e.CallID = srcCallID.String()
-	case m[rmCallID].ok():
+	case m[rmCallID].Exists():
 		e.CallID = m[rmCallID].String()
-	case block.ok() && block.GetStringBytes("type") == "tool-result":
-		e.CallID = block.GetStringBytes("toolCallId")
+	case block.Exists() && block.GetString("type") == "tool-result":
+		e.CallID = block.GetString("toolCallId")
 	}
 	// Error flag (docs/format.md §13.4).
 	dataErr := data.Get("error")
 	switch {
-	case m[rmIsError].ok():
-		e.IsError = m[rmIsError].Type() == tTrue
-	case block.ok() && block.Get("isError").ok():
+	case m[rmIsError].Exists():
+		e.IsError = m[rmIsError].Type() == jsontape.True
+	case block.Exists() && block.Get("isError").Exists():
 		e.IsError = block.GetBool("isError")
 	default:
-		e.IsError = dataErr.ok()
+		e.IsError = dataErr.Exists()
 	}
-	e.ErrorCode = dataErr.GetStringBytes("code")
-	e.HasErrorDetail = dataErr.ok()
-	if m[rmToolName].ok() {
+	e.ErrorCode = dataErr.GetString("code")
+	e.HasErrorDetail = dataErr.Exists()
+	if m[rmToolName].Exists() {
 		e.ToolName = m[rmToolName].String()
 		d.evidence(0, true)
 	}
-	if m[rmContent].Type() == tString {
+	if m[rmContent].Type() == jsontape.String {
 		d.evidence(0, true)
 	}
 }
 
 // The members of a message that the decoder reads (all of them for a tool
 // result's; role, id, source and content for the other messages), found
-// in one walk (jv.gather): their indexes, and the key of each.
+// in one walk (jsontape.Value.gather): their indexes, and the key of each.
 const (
 	rmRole = iota
 	rmID
@@ -1034,50 +1016,49 @@ func resultMessageMember(key string) int {
 	return -1
 }
 
-func (d *RowDecoder) decodeAssistantMessage(e *Event, data jv) {
-	var m [rmMembers]jv
-	d.messageOf(data).gather(resultMessageMember, m[:])
+func (d *RowDecoder) decodeAssistantMessage(e *Event, data jsontape.Value) {
+	var m [rmMembers]jsontape.Value
+	d.messageOf(data).Gather(resultMessageMember, m[:])
 	e.Role = m[rmRole].String()
 	e.MessageID = m[rmID].String()
-	var src [smMembers]jv
-	m[rmSource].gather(sourceMember, src[:])
+	var src [smMembers]jsontape.Value
+	m[rmSource].Gather(sourceMember, src[:])
 	e.SourceKind = src[smKind].String()
 	e.Provider = src[smProvider].String()
 	e.Model = src[smModel].String()
 	content := m[rmContent]
-	e.ContentEmpty = content.arrayLen() == 0
-	content.each(func(b jv) bool {
-		switch string(b.GetStringBytes("type")) {
+	e.ContentEmpty = content.ArrayLen() == 0
+	for b := range content.Elements() {
+		switch string(b.GetString("type")) {
 		case "tool-call":
 			e.Advertised = append(e.Advertised, ToolCallRef{
-				ID:        string(b.GetStringBytes("id")),
-				Name:      string(b.GetStringBytes("name")),
-				Arguments: string(b.GetStringBytes("arguments")),
+				ID:        string(b.GetString("id")),
+				Name:      string(b.GetString("name")),
+				Arguments: string(b.GetString("arguments")),
 			})
 		case "tool_use":
 			d.evidence(0, true)
 			var args string
-			if in := b.Get("input"); in.ok() {
-				args = string(in.MarshalTo(nil))
+			if in := b.Get("input"); in.Exists() {
+				args = string(in.Raw())
 			}
 			e.Advertised = append(e.Advertised, ToolCallRef{
-				ID:        string(b.GetStringBytes("id")),
-				Name:      string(b.GetStringBytes("name")),
+				ID:        string(b.GetString("id")),
+				Name:      string(b.GetString("name")),
 				Arguments: args,
 			})
 		}
-		return true
-	})
+	}
 	e.Usage = d.decodeUsage(data.Get("usage"))
 	e.Interrupted = data.GetBool("interrupted")
-	if s := data.Get("stream"); s.ok() {
+	if s := data.Get("stream"); s.Exists() {
 		d.evidence(2, false)
 		e.Stream = d.decodeStream(s)
 	}
 }
 
-func (d *RowDecoder) decodeUsage(u jv) *Usage {
-	if !u.ok() || u.Type() != tObject {
+func (d *RowDecoder) decodeUsage(u jsontape.Value) *Usage {
+	if !u.Exists() || u.Type() != jsontape.Object {
 		return nil
 	}
 	var out *Usage
@@ -1087,17 +1068,17 @@ func (d *RowDecoder) decodeUsage(u jv) *Usage {
 		out = new(Usage)
 	}
 	// One walk over the members, not one lookup per count.
-	var m [6]jv
-	u.gather(usageMember, m[:])
+	var m [6]jsontape.Value
+	u.Gather(usageMember, m[:])
 	for x, dst := range [...]*int64{&out.InputTokens, &out.OutputTokens, &out.TotalTokens,
 		&out.CacheReadTokens, &out.CacheWriteTokens, &out.ReasoningTokens} {
-		*dst, _ = intValue(m[x])
+		*dst, _ = m[x].SafeInt()
 	}
 	return out
 }
 
 // The members of a message's source that decodeAssistantMessage reads,
-// found in one walk (jv.gather).
+// found in one walk (jsontape.Value.gather).
 const (
 	smKind = iota
 	smProvider
@@ -1136,37 +1117,37 @@ func usageMember(key string) int {
 	return -1
 }
 
-func decodeFailure(f jv) *Failure {
-	if !f.ok() || f.Type() != tObject {
+func decodeFailure(f jsontape.Value) *Failure {
+	if !f.Exists() || f.Type() != jsontape.Object {
 		return nil
 	}
-	st, _ := intField(f, "status")
+	st, _ := f.Get("status").SafeInt()
 	return &Failure{
-		Code:    string(f.GetStringBytes("code")),
-		Message: string(f.GetStringBytes("message")),
+		Code:    string(f.GetString("code")),
+		Message: string(f.GetString("message")),
 		Status:  st,
 	}
 }
 
-func decodeReason(v jv) Reason {
-	if !v.ok() {
+func decodeReason(v jsontape.Value) Reason {
+	if !v.Exists() {
 		return Reason{}
 	}
-	if v.Type() == tString { // seed dialect: a bare word
-		return Reason{Kind: string(v.GetStringBytes())}
+	if v.Type() == jsontape.String { // seed dialect: a bare word
+		return Reason{Kind: string(v.GetString())}
 	}
-	r := Reason{Kind: string(v.GetStringBytes("kind"))}
+	r := Reason{Kind: string(v.GetString("kind"))}
 	switch r.Kind {
 	case "aborted":
-		r.Cause = string(v.GetStringBytes("reason", "kind"))
-		r.HookReason = string(v.GetStringBytes("reason", "reason"))
+		r.Cause = string(v.GetString("reason", "kind"))
+		r.HookReason = string(v.GetString("reason", "reason"))
 	case "error":
 		r.Failure = decodeFailure(v.Get("error"))
 	}
 	return r
 }
 
-func (d *RowDecoder) decodeFinish(c jv) *Finish {
+func (d *RowDecoder) decodeFinish(c jsontape.Value) *Finish {
 	reason := c.Get("reason")
 	var f *Finish
 	if d.arena != nil {
@@ -1174,30 +1155,30 @@ func (d *RowDecoder) decodeFinish(c jv) *Finish {
 	} else {
 		f = new(Finish)
 	}
-	f.Kind = string(reason.GetStringBytes("kind"))
+	f.Kind = string(reason.GetString("kind"))
 	f.Failure = decodeFailure(reason.Get("failure"))
 	return f
 }
 
 // decodeChunk reads a StreamChunk (docs/format.md §9.3) into ch, which must be zero.
-func (d *RowDecoder) decodeChunk(ch *Chunk, c jv) {
-	if !c.ok() || c.Type() != tObject {
+func (d *RowDecoder) decodeChunk(ch *Chunk, c jsontape.Value) {
+	if !c.Exists() || c.Type() != jsontape.Object {
 		return
 	}
-	ch.Type = c.GetStringBytes("type")
-	if n, ok := intField(c, "index"); ok {
+	ch.Type = c.GetString("type")
+	if n, ok := c.Get("index").SafeInt(); ok {
 		ch.Index, ch.HasIndex = n, true
 	}
 	switch ch.Type {
 	case "text-delta", "reasoning-delta":
-		ch.DeltaBytes = c.Get("text").unescapedLen()
+		ch.DeltaBytes = c.Get("text").UnescapedLen()
 	case "tool-call-delta":
-		ch.ID = string(c.GetStringBytes("id"))
-		ch.Name = string(c.GetStringBytes("name"))
-		if a := c.Get("argumentsDelta"); a.ok() {
-			ch.DeltaBytes = a.unescapedLen()
+		ch.ID = string(c.GetString("id"))
+		ch.Name = string(c.GetString("name"))
+		if a := c.Get("argumentsDelta"); a.Exists() {
+			ch.DeltaBytes = a.UnescapedLen()
 		} else {
-			ch.DeltaBytes = c.Get("arguments").unescapedLen() // seed dialect
+			ch.DeltaBytes = c.Get("arguments").UnescapedLen() // seed dialect
 		}
 	case "usage":
 		ch.Usage = d.decodeUsage(c.Get("usage"))
@@ -1207,7 +1188,7 @@ func (d *RowDecoder) decodeChunk(ch *Chunk, c jv) {
 }
 
 // decodeStream summarizes an embedded stream (docs/format.md §5.3).
-func (d *RowDecoder) decodeStream(s jv) *Stream {
+func (d *RowDecoder) decodeStream(s jsontape.Value) *Stream {
 	var st *Stream
 	if d.arena != nil {
 		st = d.arena.streams.one()
@@ -1221,70 +1202,62 @@ func (d *RowDecoder) decodeStream(s jv) *Stream {
 		}
 		st.LastTime = t
 	}
-	s.each(func(rec jv) bool {
+	for rec := range s.Elements() {
 		st.Records++
-		var r [srMembers]jv
-		rec.gather(streamRecordMember, r[:])
+		var r [srMembers]jsontape.Value
+		rec.Gather(streamRecordMember, r[:])
 		switch r[srType].String() {
 		case "text-chunks", "reasoning-chunks", "tool-call-chunks":
-			t, _ := intValue(r[srTime0])
+			t, _ := r[srTime0].SafeInt()
 			members := r[srTexts]
-			if !members.ok() {
+			if !members.Exists() {
 				members = r[srArgs]
 			}
-			dts := s.t.ints[:0]
-			r[srDt].each(func(x jv) bool {
-				n, _ := x.Int64()
-				dts = append(dts, n)
-				return true
-			})
-			s.t.ints = dts[:0]
+			dts := r[srDt].Ints()
 			k := 0
-			members.each(func(m jv) bool {
+			for m := range members.Elements() {
 				if k > 0 && k-1 < len(dts) {
 					t += dts[k-1]
 				}
 				k++
 				at(t)
 				st.Chunks++
-				if !st.HasDelta && m.strLen() > 0 {
+				if !st.HasDelta && m.EncodedLen() > 0 {
 					st.FirstDeltaTime, st.HasDelta = t, true
 				}
-				return true
-			})
+			}
 		case "chunk":
-			t, _ := intValue(r[srTime])
+			t, _ := r[srTime].SafeInt()
 			at(t)
 			st.Chunks++
 			c := r[srChunk]
-			switch c.GetStringBytes("type") {
+			switch c.GetString("type") {
 			case "usage":
 				st.Usage = d.decodeUsage(c.Get("usage"))
 			case "finish":
 				st.Finish = d.decodeFinish(c)
 			case "text-delta", "reasoning-delta":
-				if !st.HasDelta && c.Get("text").strLen() > 0 {
+				if !st.HasDelta && c.Get("text").EncodedLen() > 0 {
 					st.FirstDeltaTime, st.HasDelta = t, true
 				}
 			case "tool-call-delta":
-				if !st.HasDelta && c.Get("argumentsDelta").strLen() > 0 {
+				if !st.HasDelta && c.Get("argumentsDelta").EncodedLen() > 0 {
 					st.FirstDeltaTime, st.HasDelta = t, true
 				}
 			}
 		default: // unknown record: keep its time for timing (docs/format.md §13.5)
-			if t, ok := intValue(r[srTime]); ok {
+			if t, ok := r[srTime].SafeInt(); ok {
 				at(t)
-			} else if t, ok := intValue(r[srTime0]); ok {
+			} else if t, ok := r[srTime0].SafeInt(); ok {
 				at(t)
 			}
 		}
-		return true
-	})
+	}
 	return st
 }
 
 // The members of an AssistantStreamRecord that decodeStream reads, found
-// in one walk (jv.gather): their indexes, and the key of each.
+// in one walk (jsontape.Value.gather): their indexes, and the key of each.
 const (
 	srType = iota
 	srTime
@@ -1332,29 +1305,29 @@ func packedKey(key string, tool bool) bool {
 
 // decodePacked validates a v0/v1 packed chunk row against its exact schema
 // and expands it into its assistant/chunk events (docs/format.md §5.1).
-func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
+func (d *RowDecoder) decodePacked(r *Row, v jsontape.Value, typ string) {
 	r.Kind = RowPacked
 	fail := func(seq int64, msg string) {
 		r.Kind = RowInvalid
 		r.Events = nil
 		r.problem(seq, CodePackedRowInvalid, msg)
 	}
-	seq0, ok := intField(v, "seq0")
+	seq0, ok := v.Get("seq0").SafeInt()
 	if !ok || seq0 < 0 {
 		fail(-1, typ+" row needs a non-negative integer \"seq0\"")
 		return
 	}
-	if v.GetObject().Len() != 4 || !v.Get("time0").ok() || !v.Get("data").ok() {
+	if v.ObjectLen() != 4 || !v.Get("time0").Exists() || !v.Get("data").Exists() {
 		fail(seq0, typ+" row must have exactly the keys type, seq0, time0, data")
 		return
 	}
-	time0, ok := intField(v, "time0")
+	time0, ok := v.Get("time0").SafeInt()
 	if !ok {
 		fail(seq0, typ+" row needs an integer \"time0\"")
 		return
 	}
 	data := v.Get("data")
-	if data.Type() != tObject {
+	if data.Type() != jsontape.Object {
 		fail(seq0, typ+" row data must be an object")
 		return
 	}
@@ -1364,52 +1337,38 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 		membersKey = "args"
 	}
 	var extra string
-	data.GetObject().Visit(func(k string, _ jv) {
+	for k := range data.Members() {
 		if extra == "" && !packedKey(k, tool) {
-			extra = string(k)
+			extra = k
 		}
-	})
+	}
 	if extra != "" {
 		fail(seq0, fmt.Sprintf("%s row data may not carry %q", typ, extra))
 		return
 	}
-	turnV, stepV := data.get2("turn", "step")
-	turn, okT := intValue(turnV)
-	step, okS := intValue(stepV)
-	index, okI := intField(data, "index")
+	turnV, stepV := data.Get2("turn", "step")
+	turn, okT := turnV.SafeInt()
+	step, okS := stepV.SafeInt()
+	index, okI := data.Get("index").SafeInt()
 	if !okT || !okS || !okI {
 		fail(seq0, typ+" row data needs integer turn, step and index")
 		return
 	}
 	// The members and dt are checked in place; dt's values are read once
-	// into the decoder's scratch. Members and dt entries that pass are
-	// leaves (strings, numbers), so their nodes are consecutive: member k
-	// is node m0+k.
+	// into the tape's scratch.
 	members := data.Get(membersKey)
 	nMembers := 0
 	membersOK := true // every member a string
-	m0, mEnd := members.elems()
-	for k := m0.i; k < mEnd; k++ {
-		if members.t.nodes[k].typ != tString {
+	for m := range members.Elements() {
+		if m.Type() != jsontape.String {
 			membersOK = false
 			break
 		}
 		nMembers++
 	}
 	dt := data.Get("dt")
-	nDt := 0
-	dtOK := true // every entry a safe integer
-	dts := data.t.ints[:0]
-	for x, end := dt.elems(); x.i < end; x.i++ {
-		n, ok := safeInt(x)
-		if !ok {
-			dtOK = false
-			break
-		}
-		dts = append(dts, n)
-		nDt++
-	}
-	data.t.ints = dts[:0]
+	dts, dtOK := dt.SafeInts() // dtOK: every entry a safe integer
+	nDt := len(dts)
 	switch {
 	case !membersOK:
 		fail(seq0+int64(nMembers), fmt.Sprintf("%s member %d is not a string", membersKey, nMembers))
@@ -1417,7 +1376,7 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	case nMembers == 0:
 		fail(seq0, fmt.Sprintf("%s row needs a non-empty %q array", typ, membersKey))
 		return
-	case dt.Type() != tArray || (dtOK && nDt != nMembers-1) || (!dtOK && dt.arrayLen() != nMembers-1):
+	case dt.Type() != jsontape.Array || (dtOK && nDt != nMembers-1) || (!dtOK && dt.ArrayLen() != nMembers-1):
 		fail(seq0, fmt.Sprintf("%s row needs \"dt\" with %d entries (members − 1)", typ, nMembers-1))
 		return
 	case !dtOK:
@@ -1427,17 +1386,17 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	var id, name string
 	if typ == "tool-call-chunks" {
 		idv := data.Get("id")
-		if !idv.ok() || idv.Type() != tString {
+		if !idv.Exists() || idv.Type() != jsontape.String {
 			fail(seq0, "tool-call-chunks row needs a string \"id\"")
 			return
 		}
-		id = idv.GetStringBytes()
-		if nv := data.Get("name"); nv.ok() {
-			if nv.Type() != tString {
+		id = idv.GetString()
+		if nv := data.Get("name"); nv.Exists() {
+			if nv.Type() != jsontape.String {
 				fail(seq0, "tool-call-chunks row \"name\" must be a string")
 				return
 			}
-			name = nv.GetStringBytes()
+			name = nv.GetString()
 		}
 	}
 	var chunkType string
@@ -1456,12 +1415,11 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 	} else {
 		events, chunks = make([]Event, nMembers), make([]Chunk, nMembers)
 	}
-	mnodes := members.t.nodes[m0.i : m0.i+uint32(nMembers)]
-	t := time0
-	for k := range events {
+	t, k := time0, 0
+	for m := range members.Elements() {
 		if k > 0 {
 			t += dts[k-1]
-			if t > maxSafeInteger || t < -maxSafeInteger {
+			if t > jsontape.MaxSafeInteger || t < -jsontape.MaxSafeInteger {
 				fail(seq0+int64(k), "reconstructed time is not a safe integer")
 				return
 			}
@@ -1469,7 +1427,7 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 		// Field by field: the rest is zero already.
 		c := &chunks[k]
 		c.Type, c.Index, c.HasIndex = chunkType, index, true
-		c.DeltaBytes = int(mnodes[k].end - mnodes[k].start) // the encoded length: zero only for ""
+		c.DeltaBytes = m.EncodedLen() // zero only for ""
 		if tool {
 			c.ID, c.Name = id, name
 		}
@@ -1478,18 +1436,9 @@ func (d *RowDecoder) decodePacked(r *Row, v jv, typ string) {
 		e.Seq, e.Time = seq0+int64(k), t
 		e.Turn, e.Step, e.HasTurn, e.HasStep = turn, step, true, true
 		e.Chunk, e.Detail = c, noDetail
+		k++
 	}
 	r.Events = events
-}
-
-// safeInt reads a safe integer value (a number without fraction or
-// exponent within ±(2^53-1)).
-func safeInt(v jv) (int64, bool) {
-	n, err := v.Int64()
-	if err != nil || n > maxSafeInteger || n < -maxSafeInteger {
-		return 0, false
-	}
-	return n, true
 }
 
 // IsSurfaceType reports whether events of type typ are surface events in

@@ -8,6 +8,8 @@ import (
 	"iter"
 	"slices"
 	"strings"
+
+	"github.com/dshtrace/dshtrace/sessionlog/internal/jsontape"
 )
 
 // Message is one message of the model-visible history (docs/format.md §8.4). It is a value
@@ -174,14 +176,14 @@ func (d *Deriver) Last() (Message, bool) {
 
 // envelope views a decoded row's event record (inside any wrapper),
 // parsing the row onto t; missing when the row is no JSON.
-func envelope(t *tape, r *Row) jv {
-	if uint64(len(r.Bytes)) > maxTapeRow {
-		return jv{}
+func envelope(t *jsontape.Tape, r *Row) jsontape.Value {
+	if uint64(len(r.Bytes)) > jsontape.MaxRowBytes {
+		return jsontape.Value{}
 	}
-	if syntax, _ := t.parse(r.Bytes, maxParserDepth, false); syntax != nil {
-		return jv{}
+	if syntax, _ := t.Parse(r.Bytes, jsontape.MaxDepth, false); syntax != nil {
+		return jsontape.Value{}
 	}
-	v := t.root()
+	v := t.Root()
 	switch r.Wrapper {
 	case WrapJSONRPC:
 		return v.Get("params", "event")
@@ -198,16 +200,16 @@ func envelope(t *tape, r *Row) jv {
 // chunk).
 func (d *Deriver) project(e *Event, f Format) node {
 	n := node{seq: e.Seq}
-	t := getTape()
-	defer putTape(t)
+	t := jsontape.Get()
+	defer jsontape.Put(t)
 	env := envelope(t, e.Row)
 	data := env.Get("data")
-	if !data.ok() {
+	if !data.Exists() {
 		return n
 	}
 	msg := data
 	if e.Type != "user/message" {
-		if m := data.Get("message"); m.ok() {
+		if m := data.Get("message"); m.Exists() {
 			msg = m // else the earliest v0 shape: the message's fields in data
 		}
 	}
@@ -218,14 +220,14 @@ func (d *Deriver) project(e *Event, f Format) node {
 		m.role = "user"
 		m.content = jsonArray(content)
 	case "assistant/message":
-		if content.arrayLen() == 0 {
+		if content.ArrayLen() == 0 {
 			return n // empty assistant content is kept for usage, never shown
 		}
 		m.role = "assistant"
 		m.content = jsonArray(content)
 		m.provider, m.model = strings.Clone(e.Provider), strings.Clone(e.Model)
 	case "system/message":
-		if content.arrayLen() == 0 {
+		if content.ArrayLen() == 0 {
 			return n
 		}
 		m.role = "system"
@@ -256,12 +258,12 @@ func (d *Deriver) project(e *Event, f Format) node {
 
 // jsonArray renders a content value as a JSON array; a bare string (seed
 // dialect) becomes one text block, anything absent an empty array.
-func jsonArray(v jv) string {
+func jsonArray(v jsontape.Value) string {
 	switch v.Type() {
-	case tString:
-		return textBlocks(v.GetStringBytes())
-	case tArray:
-		return strings.Clone(v.raw()) // as written: content is kept byte for byte
+	case jsontape.String:
+		return textBlocks(v.GetString())
+	case jsontape.Array:
+		return strings.Clone(v.Raw()) // as written: content is kept byte for byte
 	}
 	return "[]"
 }
@@ -278,9 +280,9 @@ func textBlocks(s string) string {
 // toolResultBlock renders a user-role tool result: the stored content when
 // it already is one tool-result block (v0–v3), else the content wrapped in
 // one (the seed dialect's bare string, the earliest v0 writers' raw list).
-func toolResultBlock(content jv, callID string, isError bool) string {
-	if content.arrayLen() == 1 && content.GetStringBytes("0", "type") == "tool-result" {
-		return strings.Clone(content.raw())
+func toolResultBlock(content jsontape.Value, callID string, isError bool) string {
+	if content.ArrayLen() == 1 && content.GetString("0", "type") == "tool-result" {
+		return strings.Clone(content.Raw())
 	}
 	inner := json.RawMessage(jsonArray(content))
 	b, _ := json.Marshal([]any{struct {

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
-	"strconv"
-	"strings"
 	"testing"
 )
 
@@ -50,55 +48,5 @@ func TestDetailTypes(t *testing.T) {
 	}
 	if !reflect.DeepEqual(*noDetail, Detail{}) {
 		t.Fatalf("noDetail was written to: %+v", *noDetail)
-	}
-}
-
-// TestGet2 checks that get2 finds what two get1 calls find: the first
-// member of each name, escaped keys included, nothing in nested objects.
-func TestGet2(t *testing.T) {
-	for _, row := range []string{
-		`{"turn":1,"turn":2,"step":3}`,
-		`{"step":3,"x":{"turn":9},"turn":1,"step":4}`,
-		`{"t\u0075rn":5,"step":6}`,
-		`{"x":{"turn":1,"step":2}}`,
-		`{}`,
-		`[1,2]`,
-	} {
-		tp := getTape()
-		if syntax, _ := tp.parse([]byte(row), 64, true); syntax != nil {
-			t.Fatalf("%s: %v", row, syntax.msg)
-		}
-		v := tp.root()
-		a, b := v.get2("turn", "step")
-		wa, wb := v.get1("turn"), v.get1("step")
-		if a != wa || b != wb {
-			t.Errorf("%s: get2 = %v, %v; get1 = %v, %v", row, a.i, b.i, wa.i, wb.i)
-		}
-		putTape(tp)
-	}
-}
-
-// TestInt64FastPath: the integers the tape marks as plain (at most 18
-// digits) read as strconv reads them, and every other number as before.
-func TestInt64FastPath(t *testing.T) {
-	for _, num := range []string{
-		"0", "-0", "7", "-7", "1790000285101", "999999999999999999", "-999999999999999999",
-		"1000000000000000000", "9223372036854775807", "-9223372036854775808", "9223372036854775808",
-		"1.5", "1e3", "-0.0", "12345678901234567890",
-	} {
-		tp := getTape()
-		if syntax, _ := tp.parse([]byte(`[`+num+`]`), 64, true); syntax != nil {
-			t.Fatalf("%s: %v", num, syntax.msg)
-		}
-		v := tp.root().get1("0")
-		got, err := v.Int64()
-		want, werr := strconv.ParseInt(num, 10, 64)
-		if (err == nil) != (werr == nil) || got != want && err == nil {
-			t.Errorf("Int64(%s) = %d, %v; strconv: %d, %v", num, got, err, want, werr)
-		}
-		if plain := tp.nodes[v.i].esc; plain != (werr == nil && len(strings.TrimPrefix(num, "-")) <= 18) {
-			t.Errorf("%s: plain = %v", num, plain)
-		}
-		putTape(tp)
 	}
 }

@@ -6,21 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"os"
 	"reflect"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"testing/iotest"
 	"unicode/utf8"
 
 	"github.com/klauspost/compress/zstd"
-	"github.com/tidwall/gjson"
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
+	"github.com/dshtrace/dshtrace/sessionlog/internal/jsontape"
 	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
@@ -384,7 +382,7 @@ func checkFuzzedRow(t *testing.T, row *Row) {
 		if e.Row != row || e.Member != k {
 			t.Fatalf("event %d: Row %p Member %d, want %p %d", k, e.Row, e.Member, row, k)
 		}
-		if e.Seq < 0 || e.Seq > maxSafeInteger+int64(len(row.Events)) {
+		if e.Seq < 0 || e.Seq > jsontape.MaxSafeInteger+int64(len(row.Events)) {
 			t.Fatalf("event %d: seq %d", k, e.Seq)
 		}
 		if e.Surface.Kind > SurfaceInvalid {
@@ -677,203 +675,4 @@ func fuzzCheckTail(t *testing.T, tail *Tail, plain []byte, unterminated bool) {
 	if tail == nil || tail.Line != lines || tail.Frame || tail.Bytes != len(rest) {
 		t.Fatalf("torn tail %+v, want line %d of %d bytes", tail, lines, len(rest))
 	}
-}
-
-// FuzzCheckJSON compares checkJSON with encoding/json on arbitrary bytes:
-// they agree on syntax for valid UTF-8 under the depth limit, and the
-// lossless issue is the first number dsh would not write. It also holds
-// the tape parser to the checker it replaced (refCheckJSON: the same
-// issues), and, for valid JSON, its nodes to the text they index: walked
-// back into JSON they give encoding/json's compact form, and every string
-// reads as gjson (the reader used before) reads it.
-func FuzzCheckJSON(f *testing.F) {
-	for _, row := range fuzzSeedRows {
-		f.Add([]byte(row))
-	}
-	for _, s := range []string{"-0", "0", "-0.0", "1e-400", "-1e-400", "1e400", "9007199254740991",
-		"-9007199254740991", "9007199254740992", "-9007199254740992", "18446744073709551616",
-		"0000", "\t[ 1 , { \"a\" : null } ]\r\n", `"\u00e9\uD83D\uDE00"`, "\"\x7f\"", "[" + strings.Repeat("[", 200) + "]"} {
-		f.Add([]byte(s))
-	}
-	for _, row := range fuzzCorpusRows(f, 1<<10) {
-		f.Add(row)
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		const unlimited = 1 << 30
-		syntax, lossless := checkJSON(b, DefaultMaxDepth)
-		full, fullLossless := checkJSON(b, unlimited)
-		refSyntax, refLossless := refCheckJSON(b, DefaultMaxDepth)
-		if !reflect.DeepEqual(syntax, refSyntax) || !reflect.DeepEqual(lossless, refLossless) {
-			t.Fatalf("tape parse says %+v / %+v, the reference checker %+v / %+v for %q", syntax, lossless, refSyntax, refLossless, b)
-		}
-		// Checking UTF-8 on the way changes nothing for UTF-8 and never
-		// lets anything else parse.
-		uSyntax, uLossless := (&tape{}).parse(b, DefaultMaxDepth, true)
-		if utf8.Valid(b) && (!reflect.DeepEqual(uSyntax, syntax) || !reflect.DeepEqual(uLossless, lossless)) {
-			t.Fatalf("parse with UTF-8 says %+v / %+v, without %+v / %+v for %q", uSyntax, uLossless, syntax, lossless, b)
-		}
-		if !utf8.Valid(b) && uSyntax == nil {
-			t.Fatalf("parse with UTF-8 accepts %q", b)
-		}
-		for _, is := range []*jsonIssue{syntax, full} {
-			if is != nil && (is.offset < 0 || is.offset > len(b) || is.msg == "" ||
-				is.code != CodeJSONInvalid && is.code != CodeJSONTooDeep) {
-				t.Fatalf("syntax issue %+v", is)
-			}
-		}
-		for _, is := range []*jsonIssue{lossless, fullLossless} {
-			if is != nil && (is.code != CodeNotLossless || is.offset < 0 || is.offset >= len(b) ||
-				b[is.offset] != '-' && (b[is.offset] < '0' || b[is.offset] > '9')) {
-				t.Fatalf("lossless issue %+v", is)
-			}
-		}
-		if full != nil && full.code == CodeJSONTooDeep {
-			t.Fatalf("depth %d reported too deep: %+v", 1<<30, full)
-		}
-		// The limit only adds JSON_TOO_DEEP; up to it both runs agree.
-		switch {
-		case syntax == nil:
-			if full != nil || !reflect.DeepEqual(lossless, fullLossless) {
-				t.Fatalf("limited run accepts, unlimited run says %+v / %+v vs %+v", full, fullLossless, lossless)
-			}
-		case syntax.code == CodeJSONInvalid:
-			if !reflect.DeepEqual(syntax, full) {
-				t.Fatalf("limited run %+v, unlimited run %+v", syntax, full)
-			}
-		}
-
-		if !utf8.Valid(b) || bytes.Count(b, []byte("["))+bytes.Count(b, []byte("{")) >= 10000 {
-			return // UTF-8 is the caller's job; encoding/json stops at depth 10000
-		}
-		valid := json.Valid(b)
-		if valid != (full == nil) {
-			t.Fatalf("encoding/json valid=%v, checkJSON says %+v for %q", valid, full, b)
-		}
-		if syntax != nil && syntax.code == CodeJSONTooDeep && jsonDepth(b[:syntax.offset+1]) <= DefaultMaxDepth {
-			t.Fatalf("JSON_TOO_DEEP at byte %d of %q, nested %d deep there", syntax.offset, b, jsonDepth(b[:syntax.offset+1]))
-		}
-		if valid && syntax == nil && jsonDepth(b) > DefaultMaxDepth {
-			t.Fatalf("depth %d accepted under the limit %d", jsonDepth(b), DefaultMaxDepth)
-		}
-		if !valid {
-			return
-		}
-		checkTape(t, b)
-		off, msg := firstNotLossless(t, b)
-		switch {
-		case fullLossless == nil && off >= 0:
-			t.Fatalf("number at byte %d of %q is not lossless (%s) but checkJSON passes it", off, b, msg)
-		case fullLossless != nil && off < 0:
-			t.Fatalf("checkJSON flags %+v in %q, every number is lossless", fullLossless, b)
-		case fullLossless != nil && fullLossless.offset != off:
-			t.Fatalf("checkJSON flags byte %d (%s), the first bad number is at byte %d (%s)", fullLossless.offset, fullLossless.msg, off, msg)
-		}
-	})
-}
-
-// firstNotLossless walks valid JSON with encoding/json and returns the
-// offset of the first number dsh's lossless rule forbids as checkJSON
-// states it: an integer literal outside ±(2^53-1), -0 in any spelling, a
-// value that overflows float64. -1 when there is none.
-func firstNotLossless(t *testing.T, b []byte) (int, string) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	maxSafe := big.NewInt(maxSafeInteger)
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return -1, ""
-		}
-		if err != nil {
-			t.Fatalf("encoding/json.Decoder on valid JSON %q: %v", b, err)
-		}
-		num, ok := tok.(json.Number)
-		if !ok {
-			continue
-		}
-		s := string(num)
-		off := int(dec.InputOffset()) - len(s)
-		if !strings.ContainsAny(s, ".eE") {
-			n, _ := new(big.Int).SetString(s, 10)
-			if s == "-0" {
-				return off, "-0"
-			}
-			if new(big.Int).Abs(n).Cmp(maxSafe) > 0 {
-				return off, "unsafe integer"
-			}
-			continue
-		}
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return off, "not finite"
-		}
-		if f == 0 && s[0] == '-' {
-			return off, "-0"
-		}
-	}
-}
-
-// checkTape parses valid JSON onto a tape and checks the nodes against the
-// text: the walk of the nodes rebuilds encoding/json's compact form, every
-// string (keys included) unescapes as gjson unescapes it, and next links
-// each value to the one after it.
-func checkTape(t *testing.T, b []byte) {
-	t.Helper()
-	tp := &tape{}
-	if syntax, _ := tp.parse(b, 1<<30, true); syntax != nil {
-		t.Fatalf("tape rejects valid JSON %q: %+v", b, syntax)
-	}
-	var want bytes.Buffer
-	if err := json.Compact(&want, b); err != nil {
-		t.Fatal(err)
-	}
-	var got strings.Builder
-	end := tapeWalk(t, tp, 0, &got)
-	if end != uint32(len(tp.nodes)) || got.String() != want.String() {
-		t.Fatalf("tape of %q walks to %q (%d of %d nodes), want %q", b, got.String(), end, len(tp.nodes), want.String())
-	}
-	for i, n := range tp.nodes {
-		if n.typ != tString {
-			continue
-		}
-		raw := tp.s[n.start-1 : n.end+1]
-		if s, want := tp.str(uint32(i)), gjson.Parse(raw).Str; s != want {
-			t.Fatalf("string %s reads %q, gjson %q", raw, s, want)
-		}
-		if l := (jv{tp, uint32(i)}).unescapedLen(); l != len(tp.str(uint32(i))) {
-			t.Fatalf("string %s: unescapedLen %d, unescaped %d bytes", raw, l, len(tp.str(uint32(i))))
-		}
-	}
-}
-
-// tapeWalk writes the value at node i as compact JSON and returns the node
-// after it, checking next on the way.
-func tapeWalk(t *testing.T, tp *tape, i uint32, out *strings.Builder) uint32 {
-	n := tp.nodes[i]
-	switch n.typ {
-	case tObject, tArray:
-		out.WriteByte(tp.s[n.start])
-		k := i + 1
-		for first := true; k < n.next; first = false {
-			if !first {
-				out.WriteByte(',')
-			}
-			if n.typ == tObject {
-				out.WriteString(jv{tp, k}.raw())
-				out.WriteByte(':')
-				k++
-			}
-			k = tapeWalk(t, tp, k, out)
-		}
-		if k != n.next {
-			t.Fatalf("container at byte %d: members end at node %d, next is %d", n.start, k, n.next)
-		}
-		out.WriteByte(tp.s[n.end-1])
-	default:
-		if n.next != i+1 {
-			t.Fatalf("scalar node %d: next %d", i, n.next)
-		}
-		out.WriteString(jv{tp, i}.raw())
-	}
-	return n.next
 }

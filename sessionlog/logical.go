@@ -1,6 +1,10 @@
 package sessionlog
 
-import "encoding/json"
+import (
+	"encoding/json"
+
+	"github.com/dshtrace/dshtrace/sessionlog/internal/jsontape"
+)
 
 // LogicalJSON is the event as one logical envelope (docs/format.md §4): a bare event row
 // as it is, a wrapped event without its wrapper, and a packed row's member
@@ -12,10 +16,10 @@ func (e *Event) LogicalJSON() []byte {
 	case r.Kind == RowEvent && r.Wrapper == WrapNone:
 		return r.Bytes
 	case r.Kind == RowEvent:
-		t := getTape()
-		defer putTape(t)
-		if v := envelope(t, r); v.ok() {
-			return v.MarshalTo(nil) // the inner event's bytes, exactly as received
+		t := jsontape.Get()
+		defer jsontape.Put(t)
+		if v := envelope(t, r); v.Exists() {
+			return []byte(v.Raw()) // the inner event's bytes, exactly as received
 		}
 		return nil
 	case r.Kind == RowPacked:
@@ -27,25 +31,26 @@ func (e *Event) LogicalJSON() []byte {
 // packedMember rebuilds the assistant/chunk event a packed row's member
 // stands for.
 func packedMember(e *Event) []byte {
-	t := getTape()
-	defer putTape(t)
+	t := jsontape.Get()
+	defer jsontape.Put(t)
 	v := envelope(t, e.Row)
-	if !v.ok() {
+	if !v.Exists() {
 		return nil
 	}
 	data := v.Get("data")
-	members := data.GetArray("texts")
-	if members == nil {
-		members = data.GetArray("args")
+	members := data.Get("texts")
+	if members.ArrayLen() == 0 {
+		members = data.Get("args")
 	}
-	if e.Member >= len(members) {
+	member := members.Index(e.Member)
+	if !member.Exists() {
 		return nil
 	}
-	text := members[e.Member].GetStringBytes()
+	text := member.GetString()
 	chunk := map[string]any{"type": e.Chunk.Type, "index": e.Chunk.Index}
 	if e.Chunk.Type == "tool-call-delta" {
 		chunk["id"] = e.Chunk.ID
-		if data.Get("name").ok() {
+		if data.Get("name").Exists() {
 			chunk["name"] = e.Chunk.Name
 		}
 		chunk["argumentsDelta"] = text

@@ -9,6 +9,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/dshtrace/dshtrace/sessionlog/internal/jsontape"
 	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
@@ -124,7 +125,7 @@ func NewDecoder(r io.Reader, opts Options) (*Decoder, error) {
 	} else {
 		d.br = d.src
 	}
-	d.rows.tape = getTape() // the stream's rows are parsed on one tape, given back by finish
+	d.rows.tape = jsontape.Get() // the stream's rows are parsed on one tape, given back by finish
 	if opts.ReuseRows {
 		d.reuse = reusables.Get().(*reusable)
 		d.rows.SetArena(&d.reuse.arena)
@@ -159,7 +160,7 @@ func newReader(r io.Reader) (*bufio.Reader, bool) {
 func (d *Decoder) finish() {
 	d.done = true
 	if d.rows.tape != nil {
-		putTape(d.rows.tape)
+		jsontape.Put(d.rows.tape)
 		d.rows.tape = nil
 	}
 	if d.zr == nil && d.ownSrc {

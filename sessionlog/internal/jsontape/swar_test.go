@@ -1,4 +1,4 @@
-package sessionlog
+package jsontape
 
 import (
 	"encoding/binary"

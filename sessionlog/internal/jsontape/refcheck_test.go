@@ -1,21 +1,18 @@
-package sessionlog
+package jsontape
 
-// refCheckJSON is the byte-at-a-time checker that tape.parse replaced,
+// refCheckJSON is the byte-at-a-time checker that Tape.Parse replaced,
 // kept as the oracle FuzzCheckJSON holds the tape to: both must report the
 // same issues, offsets and messages included.
 
 import "fmt"
 
-// refCheckJSON verifies in one pass, without recursion, that b holds exactly one
-// RFC 8259 JSON value nested at most maxDepth deep. The parser we use for
-// the typed view is lenient (it accepts NaN, bad escapes, control characters)
-// and has a fixed depth limit of its own, so rows are checked here first: a
-// hostile row is rejected before anything recursive touches it. UTF-8 is
-// checked by the caller.
+// refCheckJSON verifies in one pass, without recursion, that b holds
+// exactly one RFC 8259 JSON value nested at most maxDepth deep, one byte
+// at a time and recording nothing. UTF-8 is checked by the caller.
 //
-// It returns the first syntax issue (fatal for the row) and, separately, the
-// first lossless issue (a violation only).
-func refCheckJSON(b []byte, maxDepth int) (syntax, lossless *jsonIssue) {
+// It returns the first syntax error and, separately, the first number that
+// is not lossless.
+func refCheckJSON(b []byte, maxDepth int) (syntax, lossless *Error) {
 	// stack holds one byte per open container: '{' or '['.
 	var stackBuf [32]byte
 	stack := stackBuf[:0]
@@ -31,8 +28,8 @@ func refCheckJSON(b []byte, maxDepth int) (syntax, lossless *jsonIssue) {
 			}
 		}
 	}
-	fail := func(msg string) *jsonIssue {
-		return &jsonIssue{code: CodeJSONInvalid, offset: i, msg: msg}
+	fail := func(msg string) *Error {
+		return &Error{Kind: InvalidJSON, Offset: i, Msg: msg}
 	}
 
 	// expectValue: at the start of a value. After a value we look at the
@@ -50,8 +47,8 @@ func refCheckJSON(b []byte, maxDepth int) (syntax, lossless *jsonIssue) {
 		switch c := b[i]; {
 		case c == '{' || c == '[':
 			if len(stack) >= maxDepth {
-				return &jsonIssue{code: CodeJSONTooDeep, offset: i,
-					msg: fmt.Sprintf("JSON nesting deeper than %d levels", maxDepth)}, lossless
+				return &Error{Kind: TooDeep, Offset: i,
+					Msg: fmt.Sprintf("JSON nesting deeper than %d levels", maxDepth)}, lossless
 			}
 			stack = append(stack, c)
 			i++
@@ -94,7 +91,7 @@ func refCheckJSON(b []byte, maxDepth int) (syntax, lossless *jsonIssue) {
 			}
 			if lossless == nil {
 				if msg := numberLossless(b[start:i], isInt); msg != "" {
-					lossless = &jsonIssue{code: CodeNotLossless, offset: start, msg: msg}
+					lossless = &Error{Kind: NotLossless, Offset: start, Msg: msg}
 				}
 			}
 		default:

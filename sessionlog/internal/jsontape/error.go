@@ -1,0 +1,30 @@
+package jsontape
+
+import "fmt"
+
+// Kind says which rule a row breaks.
+type Kind uint8
+
+const (
+	// InvalidJSON: the row is not exactly one JSON value.
+	InvalidJSON Kind = iota
+	// InvalidUTF8: a string of the row is not UTF-8 (Parse with checkUTF8).
+	InvalidUTF8
+	// TooDeep: the row nests deeper than the depth Parse was given.
+	TooDeep
+	// NotLossless: a number is -0, outside the safe integers ±(2^53-1) or
+	// not finite (docs/format.md §4). The row still parses.
+	NotLossless
+)
+
+// Error is what a row breaks, and where.
+type Error struct {
+	Kind Kind
+	// Offset is the byte of the row the problem is found at.
+	Offset int
+	// Msg says what is wrong, without the offset.
+	Msg string
+}
+
+// Error renders the error as `message at byte N`.
+func (e *Error) Error() string { return fmt.Sprintf("%s at byte %d", e.Msg, e.Offset) }
