@@ -163,11 +163,6 @@ func (s *slab[T]) reset(zero bool) {
 	s.b, s.i = 0, 0
 }
 
-// SetArena makes the decoder carve the rows of events it decodes from then
-// on out of a (nil: allocate each, the default). See Arena for the rows'
-// lifetime.
-func (d *RowDecoder) SetArena(a *Arena) { d.arena = a }
-
 // Own returns a copy of the event that no Arena's Reset affects: its row
 // (with all the row's events), detail, chunk, stream and usages are copied;
 // strings and row bytes are shared, as they are not the arena's.

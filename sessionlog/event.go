@@ -308,3 +308,8 @@ type Violation struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 }
+
+// problem records a violation found while decoding the row, at seq.
+func (r *Row) problem(seq int64, code, msg string) {
+	r.Problems = append(r.Problems, Violation{Line: r.Line, Seq: seq, Code: code, Message: msg})
+}

@@ -18,7 +18,7 @@ func (e *Event) LogicalJSON() []byte {
 	case r.Kind == RowEvent:
 		t := jsontape.Get()
 		defer jsontape.Put(t)
-		if v := envelope(t, r); v.Exists() {
+		if v := recordOf(t, r); v.Exists() {
 			return []byte(v.Raw()) // the inner event's bytes, exactly as received
 		}
 		return nil
@@ -33,7 +33,7 @@ func (e *Event) LogicalJSON() []byte {
 func packedMember(e *Event) []byte {
 	t := jsontape.Get()
 	defer jsontape.Put(t)
-	v := envelope(t, e.Row)
+	v := recordOf(t, e.Row)
 	if !v.Exists() {
 		return nil
 	}

@@ -30,3 +30,31 @@ var knownTypes = func() map[string]bool {
 
 // IsKnownType reports whether some dsh version defines the event type.
 func IsKnownType(typ string) bool { return knownTypes[typ] }
+
+// hasDetail reports whether events of type typ carry a Detail: exactly the
+// types whose fields decodeDetail reads (the others share noDetail, so a
+// row of theirs is allocated without one).
+func hasDetail(typ string) bool {
+	switch typ {
+	case "turn/end", "tool/call", "tool/result", "user/message", "system/message",
+		"developer/message", "assistant/message", "request/header", "request/context",
+		"tool/ptc-dispatch-start", "tool/ptc-dispatch", "tool/code-dispatch-start", "tool/code-dispatch",
+		"llm/retry", "llm/retry-started", "session/end-seed", "approval/asked":
+		return true
+	}
+	return false
+}
+
+// IsSurfaceType reports whether events of type typ are surface events in
+// format version v (docs/format.md §6.1).
+func IsSurfaceType(typ string, v int) bool {
+	switch typ {
+	case "user/message", "assistant/message", "tool/result":
+		return true
+	case "system/message":
+		return v >= 3
+	case "developer/message":
+		return v >= 4
+	}
+	return false
+}
