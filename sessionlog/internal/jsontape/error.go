@@ -28,3 +28,19 @@ type Error struct {
 
 // Error renders the error as `message at byte N`.
 func (e *Error) Error() string { return fmt.Sprintf("%s at byte %d", e.Msg, e.Offset) }
+
+// invalidAt is the InvalidJSON error msg at byte off.
+func invalidAt(off int, msg string) *Error {
+	return &Error{Kind: InvalidJSON, Offset: off, Msg: msg}
+}
+
+// unexpected is the error of a byte, b[i], that nothing may start where it
+// stands (where says which place, when it is not a value's).
+func unexpected(b []byte, i int, where string) *Error {
+	return invalidAt(i, fmt.Sprintf("unexpected character %q%s", b[i], where))
+}
+
+// tooDeep is the error of a container opened at byte i beyond maxDepth.
+func tooDeep(i, maxDepth int) *Error {
+	return &Error{Kind: TooDeep, Offset: i, Msg: fmt.Sprintf("JSON nesting deeper than %d levels", maxDepth)}
+}

@@ -2,7 +2,6 @@ package jsontape
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math/bits"
 	"unsafe"
 )
@@ -22,80 +21,47 @@ import (
 // separately, the first number that is not lossless (the row still
 // parses). The nodes are meaningful only when syntax is nil. len(b) must
 // not exceed MaxRowBytes.
+//
+// Parse is a machine of three states — at a value, after a value, at an
+// object's key — that reads the row from left to right; what a token
+// spells and the node it becomes are the steps below it, inlined where
+// they are hot (a call per token would cost more than the steps).
 func (t *Tape) Parse(b []byte, maxDepth int, checkUTF8 bool) (syntax, lossless *Error) {
 	t.s = unsafe.String(unsafe.SliceData(b), len(b))
-	nodes := t.nodes[:0]
-	stack := t.stack[:0]
-	n := len(b)
-	var (
-		c     byte
-		end   int
-		esc   bool
-		off   int
-		msg   string
-		start int
-		isInt bool
-		plain bool // a number read by the integer fast path, at most 18 digits
-		top   uint32
-	)
+	nodes, stack, n := t.nodes[:0], t.stack[:0], len(b)
+	var c byte
+	var start, end int
+	var esc, plain, isInt bool // esc: a string with escapes, a number that is a short plain integer
+	var top uint32             // the innermost open container's node
 	i := skipSpace(b, 0)
 	if i >= n {
-		syntax = &Error{Kind: InvalidJSON, Offset: i, Msg: "empty row"}
-		goto done
+		return t.done(nodes, stack, invalidAt(i, "empty row"), lossless)
 	}
 
-value:
-	if i < n && b[i] <= ' ' {
-		i = skipSpace(b, i)
+value: // at a value, perhaps after whitespace
+	if i = skipSpaceAt(b, i); i >= n {
+		return t.done(nodes, stack, invalidAt(n, "unexpected end of row, a value is missing"), lossless)
 	}
-	if i >= n {
-		syntax = &Error{Kind: InvalidJSON, Offset: n, Msg: "unexpected end of row, a value is missing"}
-		goto done
-	}
-	c = b[i]
-	switch {
+	switch c = b[i]; {
 	case c == '"':
-		// plainString's first eight bytes inline (most keys and many values
-		// end there), the call only for longer strings; the same for keys.
-		if esc = false; i+9 <= n {
-			if m := stops(binary.LittleEndian.Uint64(b[i+1:])); m != 0 {
-				end = i + 1 + bits.TrailingZeros64(m)>>3
-			} else {
-				end = plainString(b, i+9)
-			}
-		} else {
-			end = plainString(b, i+1)
+		if end, plain = quoteStop(b, i); !plain {
+			end = plainString(b, end)
 		}
-		if end >= n || b[end] != '"' {
-			end, esc, msg, off = scanString(b, i, end, checkUTF8)
-			if msg != "" {
-				syntax = &Error{Kind: stringErrorKind(msg), Offset: off, Msg: msg}
-				goto done
+		if esc = false; end >= n || b[end] != '"' {
+			if end, esc, syntax = stringEnd(b, i, end, checkUTF8); syntax != nil {
+				return t.done(nodes, stack, syntax, lossless)
 			}
 		}
-		nodes = append(nodes, node{start: uint32(i + 1), end: uint32(end), next: uint32(len(nodes) + 1), typ: String, esc: esc})
+		nodes = append(nodes, leaf(i+1, end, len(nodes), String, esc))
 		i = end + 1
 	case c == '{' || c == '[':
 		if len(stack) >= maxDepth {
-			syntax = &Error{Kind: TooDeep, Offset: i,
-				Msg: fmt.Sprintf("JSON nesting deeper than %d levels", maxDepth)}
-			goto done
+			return t.done(nodes, stack, tooDeep(i, maxDepth), lossless)
 		}
 		stack = append(stack, uint32(len(nodes)))
-		if c == '{' {
-			nodes = append(nodes, node{start: uint32(i), typ: Object})
-		} else {
-			nodes = append(nodes, node{start: uint32(i), typ: Array})
-		}
-		i++
-		if i < n && b[i] <= ' ' {
-			i = skipSpace(b, i)
-		}
-		if i < n && b[i] == c+2 { // '{'+2 is '}', '['+2 is ']'
-			top = stack[len(stack)-1]
-			stack = stack[:len(stack)-1]
-			nodes[top].end = uint32(i + 1)
-			nodes[top].next = uint32(len(nodes))
+		nodes = append(nodes, node{start: uint32(i), typ: container(c)})
+		if i = skipSpaceAt(b, i+1); i < n && b[i] == c+2 { // '{'+2 is '}', '['+2 is ']'
+			stack = closeAt(nodes, stack, i)
 			i++
 			goto after
 		}
@@ -103,146 +69,198 @@ value:
 			goto value
 		}
 		goto key
-	case c == '-' || c >= '0' && c <= '9':
-		start = i
-		// A plain integer is read here; anything else by scanNumber.
-		end = i
-		if c == '-' {
-			end++
+	case c == '-' || c-'0' < 10:
+		start, end = i, digitsStart(b, i) // end: the first digit
+		if i, esc = digitsEnd(b, end), false; plainDigits(b, end, i) {
+			isInt, esc = true, i-end <= 18
+		} else if i, isInt, syntax = number(b, start); syntax != nil { // a fraction, an exponent or no number
+			return t.done(nodes, stack, syntax, lossless)
 		}
-		off = end // the first digit
-		// Eight bytes at a time (a timestamp has 13 digits), then one.
-		for end+8 <= n {
-			if m := nonDigits(binary.LittleEndian.Uint64(b[end:])); m != 0 {
-				end += bits.TrailingZeros64(m) >> 3
-				goto digitsDone
-			}
-			end += 8
+		if lossless == nil && mayBeLossy(b, start, i, isInt) {
+			lossless = notLossless(b, start, i, isInt)
 		}
-		for end < n && b[end]-'0' < 10 {
-			end++
+		nodes = append(nodes, leaf(start, i, len(nodes), Number, esc))
+	default: // true, false, null or no value
+		if nodes, i, syntax = literal(nodes, b, i); syntax != nil {
+			return t.done(nodes, stack, syntax, lossless)
 		}
-	digitsDone:
-		plain = false
-		if end > off && (b[off] != '0' || end == off+1) && (end >= n || b[end] != '.' && b[end]|0x20 != 'e') {
-			i, isInt, plain = end, true, end-off <= 18
-		} else if i, isInt, msg = scanNumberFrom(b, i); msg != "" {
-			syntax = &Error{Kind: InvalidJSON, Offset: i, Msg: msg}
-			goto done
-		}
-		// Integers of up to 15 characters other than -0 are always lossless.
-		if lossless == nil && (!isInt || i-start >= 16 || i-start == 2 && c == '-' && b[start+1] == '0') {
-			if m := numberLossless(b[start:i], isInt); m != "" {
-				lossless = &Error{Kind: NotLossless, Offset: start, Msg: m}
-			}
-		}
-		nodes = append(nodes, node{start: uint32(start), end: uint32(i), next: uint32(len(nodes) + 1), typ: Number, esc: plain})
-	case c == 't' && hasLit(b, i, "true"):
-		nodes = append(nodes, node{start: uint32(i), end: uint32(i + 4), next: uint32(len(nodes) + 1), typ: True})
-		i += 4
-	case c == 'f' && hasLit(b, i, "false"):
-		nodes = append(nodes, node{start: uint32(i), end: uint32(i + 5), next: uint32(len(nodes) + 1), typ: False})
-		i += 5
-	case c == 'n' && hasLit(b, i, "null"):
-		nodes = append(nodes, node{start: uint32(i), end: uint32(i + 4), next: uint32(len(nodes) + 1), typ: Null})
-		i += 4
-	case c == 't' || c == 'f' || c == 'n':
-		syntax = &Error{Kind: InvalidJSON, Offset: i, Msg: "invalid literal"}
-		goto done
-	default:
-		syntax = &Error{Kind: InvalidJSON, Offset: i, Msg: fmt.Sprintf("unexpected character %q", c)}
-		goto done
 	}
 
-after:
-	if i < n && b[i] <= ' ' {
-		i = skipSpace(b, i)
-	}
-	if len(stack) == 0 {
-		if i != n {
-			syntax = &Error{Kind: InvalidJSON, Offset: i, Msg: "unexpected data after the JSON value"}
-		}
-		goto done
-	}
-	if i >= n {
-		syntax = &Error{Kind: InvalidJSON, Offset: n, Msg: "unexpected end of row inside a container"}
-		goto done
+after: // after a value, perhaps before whitespace
+	if i = skipSpaceAt(b, i); len(stack) == 0 || i >= n {
+		return t.done(nodes, stack, ended(i, n, len(stack)), lossless)
 	}
 	top = stack[len(stack)-1]
 	switch c = b[i]; {
 	case c == ',':
-		i++
-		if nodes[top].typ == Array {
+		if i++; nodes[top].typ == Array {
 			goto value
 		}
-		if i < n && b[i] <= ' ' {
-			i = skipSpace(b, i)
-		}
+		i = skipSpaceAt(b, i)
 		goto key
 	case c == '}' && nodes[top].typ == Object, c == ']' && nodes[top].typ == Array:
-		stack = stack[:len(stack)-1]
-		nodes[top].end = uint32(i + 1)
-		nodes[top].next = uint32(len(nodes))
+		stack = closeAt(nodes, stack, i)
 		i++
 		goto after
 	}
-	syntax = &Error{Kind: InvalidJSON, Offset: i, Msg: fmt.Sprintf("unexpected character %q after a value", c)}
-	goto done
+	return t.done(nodes, stack, unexpected(b, i, " after a value"), lossless)
 
-key: // at an object key, whitespace before it skipped
+key: // at an object's key, after whitespace
 	if i >= n || b[i] != '"' {
-		syntax = &Error{Kind: InvalidJSON, Offset: i, Msg: "object key expected"}
-		goto done
+		return t.done(nodes, stack, invalidAt(i, "object key expected"), lossless)
 	}
-	if esc = false; i+9 <= n {
-		if m := stops(binary.LittleEndian.Uint64(b[i+1:])); m != 0 {
-			end = i + 1 + bits.TrailingZeros64(m)>>3
-		} else {
-			end = plainString(b, i+9)
-		}
-	} else {
-		end = plainString(b, i+1)
+	if end, plain = quoteStop(b, i); !plain {
+		end = plainString(b, end)
 	}
-	if end >= n || b[end] != '"' {
-		end, esc, msg, off = scanString(b, i, end, checkUTF8)
-		if msg != "" {
-			syntax = &Error{Kind: stringErrorKind(msg), Offset: off, Msg: msg}
-			goto done
+	if esc = false; end >= n || b[end] != '"' {
+		if end, esc, syntax = stringEnd(b, i, end, checkUTF8); syntax != nil {
+			return t.done(nodes, stack, syntax, lossless)
 		}
 	}
-	nodes = append(nodes, node{start: uint32(i + 1), end: uint32(end), next: uint32(len(nodes) + 1), typ: String, esc: esc})
-	i = end + 1
-	if i < n && b[i] <= ' ' {
-		i = skipSpace(b, i)
-	}
-	if i >= n || b[i] != ':' {
-		syntax = &Error{Kind: InvalidJSON, Offset: i, Msg: "':' expected after an object key"}
-		goto done
+	nodes = append(nodes, leaf(i+1, end, len(nodes), String, esc))
+	if i = skipSpaceAt(b, end+1); i >= n || b[i] != ':' {
+		return t.done(nodes, stack, invalidAt(i, "':' expected after an object key"), lossless)
 	}
 	i++
 	goto value
+}
 
-done:
+// done ends a parse with its errors: the nodes' and the stack's memory is
+// kept for the next row, and a row that is not JSON has no numbers to
+// judge.
+func (t *Tape) done(nodes []node, stack []uint32, syntax, lossless *Error) (*Error, *Error) {
 	t.nodes, t.stack = nodes, stack
 	if syntax != nil && syntax.Kind == InvalidJSON {
-		lossless = nil // a row that is not JSON has no numbers to judge
+		lossless = nil
 	}
 	return syntax, lossless
 }
 
-// scanNumberFrom is scanNumber returning the index after the number, for
-// parse: a variable whose address is taken lives in memory, and parse's
-// position is its hottest variable.
-func scanNumberFrom(b []byte, i int) (end int, isInt bool, err string) {
-	isInt, err = scanNumber(b, &i)
-	return i, isInt, err
+// The steps of Parse that are not a state of it: what a token spells, and
+// the node it becomes. The small ones are inlined into Parse.
+
+// quoteStop looks for the end of the plain text of the string whose
+// opening quote is b[i] in the eight bytes after the quote, where most
+// keys and many values end: plain reports that it is there, at end; else
+// plainString looks on from end.
+func quoteStop(b []byte, i int) (end int, plain bool) {
+	end = i + 1
+	if len(b)-end >= 8 {
+		m := stops(binary.LittleEndian.Uint64(b[end:]))
+		end += bits.TrailingZeros64(m) >> 3 // 8 when none of the bytes stops
+		plain = m != 0
+	}
+	return end, plain
 }
 
-func stringErrorKind(msg string) Kind {
-	if msg == msgBadUTF8 {
-		return InvalidUTF8
+// stringEnd reads the rest of a string that is not plain from b[j] on
+// (scanString) and returns the index of its closing quote and whether it
+// holds escapes, or the error.
+func stringEnd(b []byte, i, j int, checkUTF8 bool) (end int, esc bool, err *Error) {
+	end, esc, msg, off := scanString(b, i, j, checkUTF8)
+	switch msg {
+	case "":
+		return end, esc, nil
+	case msgBadUTF8:
+		return 0, false, &Error{Kind: InvalidUTF8, Offset: off, Msg: msg}
 	}
-	return InvalidJSON
+	return 0, false, invalidAt(off, msg)
+}
+
+// digitsStart is the index of the first digit of the number at b[i].
+func digitsStart(b []byte, i int) int {
+	if b[i] == '-' {
+		return i + 1
+	}
+	return i
+}
+
+// plainDigits reports whether the digits b[first:end] of a number make it
+// a plain integer: one digit at least, no leading zero, no fraction or
+// exponent after them. Value.Int64 reads one of at most 18 digits without
+// checks.
+func plainDigits(b []byte, first, end int) bool {
+	return end > first && (b[first] != '0' || end == first+1) && (end >= len(b) || b[end] != '.' && b[end]|0x20 != 'e')
+}
+
+// number reads any JSON number at b[i] (scanNumber): the index after it
+// and whether it is an integer, or the error.
+func number(b []byte, i int) (end int, isInt bool, err *Error) {
+	end, isInt, msg := scanNumber(b, i)
+	if msg != "" {
+		return 0, false, invalidAt(end, msg)
+	}
+	return end, isInt, nil
+}
+
+// mayBeLossy reports whether the number b[start:end] needs the lossless
+// check: integers of up to 15 characters other than -0 never fail it.
+func mayBeLossy(b []byte, start, end int, isInt bool) bool {
+	return !isInt || end-start >= 16 || end-start == 2 && b[start] == '-' && b[start+1] == '0'
+}
+
+// notLossless is the error of the number b[start:end] when it is not
+// lossless (numberLossless), else nil.
+func notLossless(b []byte, start, end int, isInt bool) *Error {
+	if msg := numberLossless(b[start:end], isInt); msg != "" {
+		return &Error{Kind: NotLossless, Offset: start, Msg: msg}
+	}
+	return nil
+}
+
+// ended is the error, if any, of a value that ends at b[i], before n, at
+// nesting depth: data after the row's value, or the row ending inside a
+// container.
+func ended(i, n, depth int) *Error {
+	switch {
+	case depth > 0:
+		return invalidAt(n, "unexpected end of row inside a container")
+	case i != n:
+		return invalidAt(i, "unexpected data after the JSON value")
+	}
+	return nil
+}
+
+// literal reads true, false or null at b[i] onto the tape (nodes): the
+// index after it, or the error (no value starts there).
+func literal(nodes []node, b []byte, i int) ([]node, int, *Error) {
+	var typ Type
+	switch c := b[i]; {
+	case c == 't' && hasLit(b, i, "true"):
+		typ = True
+	case c == 'f' && hasLit(b, i, "false"):
+		typ = False
+	case c == 'n' && hasLit(b, i, "null"):
+		typ = Null
+	case c == 't' || c == 'f' || c == 'n':
+		return nodes, i, invalidAt(i, "invalid literal")
+	default:
+		return nodes, i, unexpected(b, i, "")
+	}
+	end := i + len(typ.String())
+	return append(nodes, leaf(i, end, len(nodes), typ, false)), end, nil
+}
+
+// leaf is the node of a scalar that is the at-th node of the tape.
+func leaf(start, end, at int, typ Type, esc bool) node {
+	return node{start: uint32(start), end: uint32(end), next: uint32(at + 1), typ: typ, esc: esc}
+}
+
+// container is the type of the container that c opens.
+func container(c byte) Type {
+	if c == '{' {
+		return Object
+	}
+	return Array
+}
+
+// closeAt closes the innermost open container at its closing bracket,
+// b[i], and returns the stack without it.
+func closeAt(nodes []node, stack []uint32, i int) []uint32 {
+	top := stack[len(stack)-1]
+	nodes[top].end = uint32(i + 1)
+	nodes[top].next = uint32(len(nodes))
+	return stack[:len(stack)-1]
 }
 
 // Check verifies that b holds exactly one RFC 8259 JSON value nested at

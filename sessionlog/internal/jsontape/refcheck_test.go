@@ -85,7 +85,8 @@ func refCheckJSON(b []byte, maxDepth int) (syntax, lossless *Error) {
 			i += 4
 		case c == '-' || (c >= '0' && c <= '9'):
 			start := i
-			isInt, err := scanNumber(b, &i)
+			end, isInt, err := scanNumber(b, i)
+			i = end
 			if err != "" {
 				return fail(err), nil
 			}

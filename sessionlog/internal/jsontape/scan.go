@@ -26,6 +26,31 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
+// skipSpaceAt is skipSpace without a call when b[i] is no whitespace, as
+// it is most often.
+func skipSpaceAt(b []byte, i int) int {
+	if i < len(b) && b[i] <= ' ' {
+		return skipSpace(b, i)
+	}
+	return i
+}
+
+// digitsEnd is the index of the first byte from j on that is no ASCII
+// digit (len(b) if none): eight bytes at a time (a timestamp has 13
+// digits), then one.
+func digitsEnd(b []byte, j int) int {
+	for j+8 <= len(b) {
+		if m := nonDigits(binary.LittleEndian.Uint64(b[j:])); m != 0 {
+			return j + bits.TrailingZeros64(m)>>3
+		}
+		j += 8
+	}
+	for j < len(b) && b[j]-'0' < 10 {
+		j++
+	}
+	return j
+}
+
 func hasLit(b []byte, i int, lit string) bool {
 	return len(b)-i >= len(lit) && string(b[i:i+len(lit)]) == lit
 }
@@ -85,107 +110,113 @@ func scanString(b []byte, i, j int, checkUTF8 bool) (end int, esc bool, msg stri
 		if j >= len(b) {
 			return 0, false, "unterminated string", len(b)
 		}
-		switch b[j] {
-		case '"':
+		switch c := b[j]; {
+		case c == '"':
 			return j, esc, "", 0
-		case '\\':
-			esc = true
-			if j+1 >= len(b) {
-				return 0, false, "unterminated escape", i
-			}
-			switch b[j+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		case c == '\\':
+			if esc = true; j+1 < len(b) && shortEscape(b[j+1]) {
 				j += 2
-			case 'u':
-				if j+6 > len(b) {
-					return 0, false, "short \\u escape", i
-				}
-				for _, h := range b[j+2 : j+6] {
-					if !isHex(h) {
-						return 0, false, "invalid \\u escape", j
-					}
-				}
-				j += 6
-			default:
-				return 0, false, fmt.Sprintf("invalid escape \\%c", b[j+1]), j
+			} else if j, msg, off = longEscape(b, i, j); msg != "" {
+				return 0, false, msg, off
+			}
+		case c < 0x20:
+			return 0, false, "control character in string", j
+		case checkUTF8: // c ≥ 0x80
+			if j, off = scanUTF8(b, j); off >= 0 {
+				return 0, false, msgBadUTF8, off
 			}
 		default:
-			if b[j] < 0x20 {
-				return 0, false, "control character in string", j
-			}
-			if !checkUTF8 {
-				j++
-				break
-			}
-			// A run of non-ASCII text, checked whole: an ASCII byte is no
-			// part of a multi-byte sequence, so the run is valid UTF-8
-			// exactly when its runes are. Only a bad run is walked rune by
-			// rune, for the offset of its first bad byte.
-			k := j + 1
-			for k < len(b) && b[k] >= 0x80 {
-				k++
-			}
-			if !utf8.Valid(b[j:k]) {
-				for {
-					r, size := utf8.DecodeRune(b[j:])
-					if r == utf8.RuneError && size == 1 {
-						return 0, false, msgBadUTF8, j
-					}
-					j += size
-				}
-			}
-			j = k
+			j++
 		}
 		j = plainString(b, j)
 	}
 }
 
-// scanNumber reads a JSON number and reports whether it has neither a
-// fraction nor an exponent.
-func scanNumber(b []byte, i *int) (isInt bool, err string) {
-	j := *i
+// shortEscape reports whether a backslash and c are a whole escape.
+func shortEscape(c byte) bool {
+	switch c {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		return true
+	}
+	return false
+}
+
+// longEscape reads the escape at b[j], a backslash, of the string whose
+// opening quote is b[i] when it is no short escape: a \\u escape, whose
+// index after it is returned, or a message and its offset.
+func longEscape(b []byte, i, j int) (next int, msg string, off int) {
+	switch {
+	case j+1 >= len(b):
+		return 0, "unterminated escape", i
+	case b[j+1] != 'u':
+		return 0, fmt.Sprintf("invalid escape \\%c", b[j+1]), j
+	case j+6 > len(b):
+		return 0, "short \\u escape", i
+	}
+	for _, h := range b[j+2 : j+6] {
+		if !isHex(h) {
+			return 0, "invalid \\u escape", j
+		}
+	}
+	return j + 6, "", 0
+}
+
+// scanUTF8 checks the run of non-ASCII bytes at b[j]: the index after it,
+// and the offset of its first byte that is no UTF-8 (-1 when it is all
+// UTF-8). An ASCII byte is no part of a multi-byte sequence, so the run is
+// valid exactly when its runes are; only a bad run is walked rune by rune.
+func scanUTF8(b []byte, j int) (next, bad int) {
+	k := j + 1
+	for k < len(b) && b[k] >= 0x80 {
+		k++
+	}
+	if utf8.Valid(b[j:k]) {
+		return k, -1
+	}
+	for {
+		r, size := utf8.DecodeRune(b[j:])
+		if r == utf8.RuneError && size == 1 {
+			return 0, j
+		}
+		j += size
+	}
+}
+
+// scanNumber reads the JSON number at b[i]: the index after it and
+// whether it has neither a fraction nor an exponent; or, when it is
+// malformed, a message and its offset (end).
+func scanNumber(b []byte, i int) (end int, isInt bool, msg string) {
+	j := i
 	if b[j] == '-' {
 		j++
 	}
-	if j >= len(b) || b[j] < '0' || b[j] > '9' {
-		*i = j
-		return false, "invalid number"
-	}
-	if b[j] == '0' {
+	switch {
+	case j >= len(b) || b[j]-'0' >= 10:
+		return j, false, "invalid number"
+	case b[j] == '0':
 		j++
-	} else {
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			j++
-		}
+	default:
+		j = digitsEnd(b, j)
 	}
 	isInt = true
 	if j < len(b) && b[j] == '.' {
 		isInt = false
-		j++
-		k := j
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			j++
-		}
-		if j == k {
-			*i = j
-			return false, "invalid number: digits expected after '.'"
+		if k := digitsEnd(b, j+1); k == j+1 {
+			return k, false, "invalid number: digits expected after '.'"
+		} else {
+			j = k
 		}
 	}
-	if j < len(b) && (b[j] == 'e' || b[j] == 'E') {
+	if j < len(b) && b[j]|0x20 == 'e' {
 		isInt = false
-		j++
-		if j < len(b) && (b[j] == '+' || b[j] == '-') {
+		if j++; j < len(b) && (b[j] == '+' || b[j] == '-') {
 			j++
 		}
-		k := j
-		for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-			j++
-		}
-		if j == k {
-			*i = j
-			return false, "invalid number: digits expected in exponent"
+		if k := digitsEnd(b, j); k == j {
+			return k, false, "invalid number: digits expected in exponent"
+		} else {
+			j = k
 		}
 	}
-	*i = j
-	return isInt, ""
+	return j, isInt, ""
 }
