@@ -13,13 +13,8 @@ import (
 // row is a Violation in Row.Problems.
 func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 	d.rows++
-	invalid := func(code, msg string) (*Row, error) {
-		r := &Row{Line: line, Bytes: b, Kind: RowInvalid}
-		r.problem(-1, code, msg)
-		return r, nil
-	}
 	if len(b) > d.maxRowBytes {
-		return invalid(CodeRowTooLong, fmt.Sprintf("row of %d bytes exceeds the limit of %d bytes", len(b), d.maxRowBytes))
+		return invalidRow(line, b, CodeRowTooLong, fmt.Sprintf("row of %d bytes exceeds the limit of %d bytes", len(b), d.maxRowBytes)), nil
 	}
 	t := d.tape
 	if t == nil {
@@ -30,43 +25,42 @@ func (d *RowDecoder) Decode(b []byte, line int) (*Row, error) {
 			defer jsontape.Put(t)
 		}
 	}
-	// A row that parses is valid UTF-8 (parse checks the strings, JSON has
+	// A row that parses is valid UTF-8 (Parse checks the strings, JSON has
 	// non-ASCII bytes nowhere else); bad UTF-8 anywhere comes first.
 	syntax, lossless := t.Parse(b, d.maxDepth, true)
+	if syntax != nil && !utf8.Valid(b) {
+		return invalidRow(line, b, CodeUTF8Invalid, fmt.Sprintf("row is not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b))), nil
+	}
 	if syntax != nil {
-		if !utf8.Valid(b) {
-			return invalid(CodeUTF8Invalid, fmt.Sprintf("row is not valid UTF-8 (first bad byte at offset %d)", firstInvalidUTF8(b)))
-		}
-		return invalid(jsonCode[syntax.Kind], syntax.Error())
+		return invalidRow(line, b, jsonCode[syntax.Kind], syntax.Error()), nil
 	}
 	v := t.Root()
 	if v.Type() != jsontape.Object {
-		return invalid(CodeRowNotObject, fmt.Sprintf("row is a JSON %s, not an object", v.Type()))
+		return invalidRow(line, b, CodeRowNotObject, fmt.Sprintf("row is a JSON %s, not an object", v.Type())), nil
 	}
 	var w wrapping
 	var m recordMembers
 	m.read(v)
-	env := unwrap(&w, v, &m)
-	if !env.Exists() {
-		r := &Row{Kind: w.kind}
-		w.fill(r, line, b)
-		if w.problem != "" {
-			r.problem(-1, CodeWrapperInvalid, w.problem)
-		}
-		return r, nil
+	rec := unwrap(&w, v, &m)
+	if !rec.Exists() {
+		return w.row(line, b), nil
 	}
-	if env != v { // a wrapped record: its own members
+	if rec != v { // a wrapped record: its own members
 		m = recordMembers{}
-		m.read(env)
+		m.read(rec)
 	}
-	r, err := d.decodeRecord(&w, line, b, env, &m)
-	if err != nil {
-		return r, err
-	}
-	if lossless != nil && r.Kind != RowInvalid {
+	r, err := d.decodeRecord(&w, line, b, rec, &m)
+	if err == nil && lossless != nil && r.Kind != RowInvalid {
 		r.problem(r.FirstSeq(), CodeNotLossless, fmt.Sprintf("%s (byte %d)", lossless.Msg, lossless.Offset))
 	}
-	return r, nil
+	return r, err
+}
+
+// invalidRow is a row that could not be decoded, for the reason msg.
+func invalidRow(line int, b []byte, code, msg string) *Row {
+	r := &Row{Line: line, Bytes: b, Kind: RowInvalid}
+	r.problem(-1, code, msg)
+	return r
 }
 
 // jsonCode is the violation code of each rule the JSON tape checks.
@@ -77,6 +71,7 @@ var jsonCode = [...]string{
 	jsontape.NotLossless: CodeNotLossless,
 }
 
+// firstInvalidUTF8 is the offset of the first byte of b that is no UTF-8.
 func firstInvalidUTF8(b []byte) int {
 	for i := 0; i < len(b); {
 		c, size := utf8.DecodeRune(b[i:])

@@ -95,68 +95,54 @@ func (d *RowDecoder) decodePlacement(e *Event, data jsontape.Value) {
 func (d *RowDecoder) decodeDetail(e *Event, data jsontape.Value) {
 	switch e.Type {
 	case "turn/end":
-		e.Reason = decodeReason(data.Get("reason"))
-		if e.Reason.Kind == "forked" {
+		if e.Reason = decodeReason(data.Get("reason")); e.Reason.Kind == "forked" {
 			d.evidence(4, false)
 		}
 	case "tool/call":
-		e.CallID = string(data.GetString("callId"))
-		e.ToolName = string(data.GetString("name"))
-		e.Arguments = string(data.GetString("arguments"))
+		e.CallID, e.ToolName = data.GetString("callId"), data.GetString("name")
+		e.Arguments = data.GetString("arguments")
 	case "tool/result":
 		d.decodeToolResult(e, data)
 	case "user/message":
-		var m [rmMembers]jsontape.Value
-		data.Gather(resultMessageMember, m[:])
-		e.Role = m[rmRole].String()
-		e.MessageID = m[rmID].String()
-		e.SourceKind = m[rmSource].Get("kind").String()
-		e.ContentEmpty = m[rmContent].ArrayLen() == 0
-		if !m[rmID].Exists() {
-			d.evidence(0, true)
-		}
+		d.decodeUserMessage(e, data)
 	case "system/message", "developer/message":
-		var m [rmMembers]jsontape.Value
-		data.Get("message").Gather(resultMessageMember, m[:])
-		e.Role = m[rmRole].String()
-		e.MessageID = m[rmID].String()
-		e.SourceKind = m[rmSource].Get("kind").String()
-		e.ContentEmpty = m[rmContent].ArrayLen() == 0
-		if e.Type == "developer/message" {
-			d.evidence(4, false)
-		} else {
-			d.evidence(3, false)
-		}
+		d.decodeSystemMessage(e, data)
 	case "assistant/message":
 		d.decodeAssistantMessage(e, data)
 	case "request/header":
 		e.HasSystem = data.Get("header", "system").Exists()
-		e.Provider = string(data.GetString("header", "config", "provider"))
-		e.Model = string(data.GetString("header", "config", "model"))
+		e.Provider = data.GetString("header", "config", "provider")
+		e.Model = data.GetString("header", "config", "model")
 	case "request/context":
-		e.Provider = string(data.GetString("provider"))
-		e.Model = string(data.GetString("model"))
+		e.Provider, e.Model = data.GetString("provider"), data.GetString("model")
 	case "tool/ptc-dispatch-start", "tool/ptc-dispatch", "tool/code-dispatch-start", "tool/code-dispatch":
-		e.SubCallID = string(data.GetString("subCallId"))
-		e.CallID = string(data.GetString("parentCallId"))
-		e.RootCallID = string(data.GetString("rootCallId"))
-		e.ToolName = string(data.GetString("name"))
-		e.IsError = data.GetBool("isError")
-		e.ErrorCode = string(data.GetString("error", "code"))
-	case "llm/retry":
-		e.Provider = string(data.GetString("provider"))
-		if n, ok := data.Get("retry").SafeInt(); ok {
-			e.Retry = n
-		}
-		e.Failure = decodeFailure(data.Get("failure"))
-	case "llm/retry-started":
-		if n, ok := data.Get("retry").SafeInt(); ok {
-			e.Retry = n
-		}
+		decodeDispatch(e, data)
+	case "llm/retry", "llm/retry-started":
+		decodeRetry(e, data)
 	case "session/end-seed":
 		e.Inherited = data.GetBool("inherited")
 	case "approval/asked":
-		e.CallID = string(data.GetString("callId"))
-		e.ToolName = string(data.GetString("toolName"))
+		e.CallID, e.ToolName = data.GetString("callId"), data.GetString("toolName")
+	}
+}
+
+// decodeDispatch reads a programmatic tool call's dispatch event: its own
+// id, the calls it runs under, its tool and its outcome.
+func decodeDispatch(e *Event, data jsontape.Value) {
+	e.SubCallID = data.GetString("subCallId")
+	e.CallID = data.GetString("parentCallId")
+	e.RootCallID = data.GetString("rootCallId")
+	e.ToolName = data.GetString("name")
+	e.IsError = data.GetBool("isError")
+	e.ErrorCode = data.GetString("error", "code")
+}
+
+// decodeRetry reads a model call's retry: its number, and an llm/retry's
+// provider and failure.
+func decodeRetry(e *Event, data jsontape.Value) {
+	e.Retry, _ = data.Get("retry").SafeInt()
+	if e.Type == "llm/retry" {
+		e.Provider = data.GetString("provider")
+		e.Failure = decodeFailure(data.Get("failure"))
 	}
 }

@@ -9,151 +9,209 @@ import (
 // decodePacked validates a v0/v1 packed chunk row against its exact schema
 // and expands it into its assistant/chunk events (docs/format.md §5.1).
 func (d *RowDecoder) decodePacked(r *Row, v jsontape.Value, typ string) {
-	r.Kind = RowPacked
-	fail := func(seq int64, msg string) {
-		r.Kind = RowInvalid
-		r.Events = nil
-		r.problem(seq, CodePackedRowInvalid, msg)
+	p := packedRow{typ: typ, tool: typ == "tool-call-chunks"}
+	seq, problem := p.readEnvelope(v)
+	if problem == "" {
+		seq, problem = p.readData(v.Get("data"))
 	}
-	seq0, ok := v.Get("seq0").SafeInt()
-	if !ok || seq0 < 0 {
-		fail(-1, typ+" row needs a non-negative integer \"seq0\"")
-		return
+	if problem == "" {
+		seq, problem = d.expand(r, &p)
+	}
+	if problem != "" {
+		r.Kind, r.Events = RowInvalid, nil
+		r.problem(seq, CodePackedRowInvalid, problem)
+	}
+}
+
+// packedRow is what a packed chunk row says, read and checked.
+type packedRow struct {
+	typ  string // text-chunks, reasoning-chunks or tool-call-chunks
+	tool bool   // tool-call-chunks: members are args, with the call's id and name
+
+	seq0, time0, turn, step, index int64
+	members                        jsontape.Value // texts or args, all strings
+	n                              int            // how many members
+	dts                            []int64        // the n-1 time deltas (the tape's scratch)
+	id, name                       string
+}
+
+// readEnvelope checks the row's own keys, exactly type, seq0, time0 and
+// data: it returns the problem and the seq to report it at.
+func (p *packedRow) readEnvelope(v jsontape.Value) (seq int64, problem string) {
+	var ok bool
+	if p.seq0, ok = v.Get("seq0").SafeInt(); !ok || p.seq0 < 0 {
+		return -1, p.typ + " row needs a non-negative integer \"seq0\""
 	}
 	if v.ObjectLen() != 4 || !v.Get("time0").Exists() || !v.Get("data").Exists() {
-		fail(seq0, typ+" row must have exactly the keys type, seq0, time0, data")
-		return
+		return p.seq0, p.typ + " row must have exactly the keys type, seq0, time0, data"
 	}
-	time0, ok := v.Get("time0").SafeInt()
-	if !ok {
-		fail(seq0, typ+" row needs an integer \"time0\"")
-		return
+	if p.time0, ok = v.Get("time0").SafeInt(); !ok {
+		return p.seq0, p.typ + " row needs an integer \"time0\""
 	}
-	data := v.Get("data")
+	return p.seq0, ""
+}
+
+// readData checks the row's data: only the keys of its type, integer
+// turn, step and index, n string members and n-1 safe integer time
+// deltas, and a tool call's string id (and name).
+func (p *packedRow) readData(data jsontape.Value) (seq int64, problem string) {
 	if data.Type() != jsontape.Object {
-		fail(seq0, typ+" row data must be an object")
-		return
+		return p.seq0, p.typ + " row data must be an object"
 	}
-	tool := typ == "tool-call-chunks"
-	membersKey := "texts"
-	if tool {
-		membersKey = "args"
-	}
-	var extra string
-	for k := range data.Members() {
-		if extra == "" && !packedKey(k, tool) {
-			extra = k
+	var m [pkMembers]jsontape.Value
+	for k, val := range data.Members() { // one walk: the members read, and the first key not allowed
+		if x := packedKey(k, p.tool); x < 0 {
+			return p.seq0, fmt.Sprintf("%s row data may not carry %q", p.typ, k)
+		} else if !m[x].Exists() {
+			m[x] = val
 		}
 	}
-	if extra != "" {
-		fail(seq0, fmt.Sprintf("%s row data may not carry %q", typ, extra))
-		return
+	var okT, okS, okI bool
+	p.turn, okT = m[pkTurn].SafeInt()
+	p.step, okS = m[pkStep].SafeInt()
+	if p.index, okI = m[pkIndex].SafeInt(); !okT || !okS || !okI {
+		return p.seq0, p.typ + " row data needs integer turn, step and index"
 	}
-	turnV, stepV := data.Get2("turn", "step")
-	turn, okT := turnV.SafeInt()
-	step, okS := stepV.SafeInt()
-	index, okI := data.Get("index").SafeInt()
-	if !okT || !okS || !okI {
-		fail(seq0, typ+" row data needs integer turn, step and index")
-		return
+	if seq, problem = p.readMembers(m[pkMembersKey], m[pkDt]); problem != "" || !p.tool {
+		return seq, problem
 	}
-	// The members and dt are checked in place; dt's values are read once
-	// into the tape's scratch.
-	members := data.Get(membersKey)
-	nMembers := 0
-	membersOK := true // every member a string
+	return p.readCall(m[pkID], m[pkName])
+}
+
+// readMembers checks the members (texts or args) and their time deltas,
+// reading the deltas once, into the tape's scratch.
+func (p *packedRow) readMembers(members, dt jsontape.Value) (seq int64, problem string) {
+	key := "texts"
+	if p.tool {
+		key = "args"
+	}
+	p.members = members
+	stringsOnly := true
 	for m := range members.Elements() {
 		if m.Type() != jsontape.String {
-			membersOK = false
+			stringsOnly = false
 			break
 		}
-		nMembers++
+		p.n++
 	}
-	dt := data.Get("dt")
 	dts, dtOK := dt.SafeInts() // dtOK: every entry a safe integer
-	nDt := len(dts)
+	p.dts = dts
 	switch {
-	case !membersOK:
-		fail(seq0+int64(nMembers), fmt.Sprintf("%s member %d is not a string", membersKey, nMembers))
-		return
-	case nMembers == 0:
-		fail(seq0, fmt.Sprintf("%s row needs a non-empty %q array", typ, membersKey))
-		return
-	case dt.Type() != jsontape.Array || (dtOK && nDt != nMembers-1) || (!dtOK && dt.ArrayLen() != nMembers-1):
-		fail(seq0, fmt.Sprintf("%s row needs \"dt\" with %d entries (members − 1)", typ, nMembers-1))
-		return
+	case !stringsOnly:
+		return p.seq0 + int64(p.n), fmt.Sprintf("%s member %d is not a string", key, p.n)
+	case p.n == 0:
+		return p.seq0, fmt.Sprintf("%s row needs a non-empty %q array", p.typ, key)
+	case dt.Type() != jsontape.Array || (dtOK && len(dts) != p.n-1) || (!dtOK && dt.ArrayLen() != p.n-1):
+		return p.seq0, fmt.Sprintf("%s row needs \"dt\" with %d entries (members − 1)", p.typ, p.n-1)
 	case !dtOK:
-		fail(seq0+int64(nDt)+1, fmt.Sprintf("dt[%d] is not a safe integer", nDt))
-		return
+		return p.seq0 + int64(len(dts)) + 1, fmt.Sprintf("dt[%d] is not a safe integer", len(dts))
 	}
-	var id, name string
-	if typ == "tool-call-chunks" {
-		idv := data.Get("id")
-		if !idv.Exists() || idv.Type() != jsontape.String {
-			fail(seq0, "tool-call-chunks row needs a string \"id\"")
-			return
-		}
-		id = idv.GetString()
-		if nv := data.Get("name"); nv.Exists() {
-			if nv.Type() != jsontape.String {
-				fail(seq0, "tool-call-chunks row \"name\" must be a string")
-				return
-			}
-			name = nv.GetString()
-		}
+	return p.seq0, ""
+}
+
+// readCall checks a tool-call-chunks row's call: a string id and, when
+// present, a string name.
+func (p *packedRow) readCall(id, name jsontape.Value) (seq int64, problem string) {
+	if !id.Exists() || id.Type() != jsontape.String {
+		return p.seq0, "tool-call-chunks row needs a string \"id\""
 	}
-	var chunkType string
-	switch typ {
+	p.id = id.String()
+	if name.Exists() {
+		if name.Type() != jsontape.String {
+			return p.seq0, "tool-call-chunks row \"name\" must be a string"
+		}
+		p.name = name.String()
+	}
+	return p.seq0, ""
+}
+
+// expand makes the row's events, one assistant/chunk per member, at times
+// time0 + the deltas so far; a time outside the safe integers is the
+// problem of its member.
+func (d *RowDecoder) expand(r *Row, p *packedRow) (seq int64, problem string) {
+	chunkType := "tool-call-delta"
+	switch p.typ {
 	case "text-chunks":
 		chunkType = "text-delta"
 	case "reasoning-chunks":
 		chunkType = "reasoning-delta"
-	default:
-		chunkType = "tool-call-delta"
 	}
 	var events []Event
 	var chunks []Chunk
 	if a := d.arena; a != nil {
-		events, chunks = a.events.take(nMembers), a.chunks.take(nMembers)
+		events, chunks = a.events.take(p.n), a.chunks.take(p.n)
 	} else {
-		events, chunks = make([]Event, nMembers), make([]Chunk, nMembers)
+		events, chunks = make([]Event, p.n), make([]Chunk, p.n)
 	}
-	t, k := time0, 0
-	for m := range members.Elements() {
+	t, k := p.time0, 0
+	for m := range p.members.Elements() {
 		if k > 0 {
-			t += dts[k-1]
-			if t > jsontape.MaxSafeInteger || t < -jsontape.MaxSafeInteger {
-				fail(seq0+int64(k), "reconstructed time is not a safe integer")
-				return
+			if t += p.dts[k-1]; t > jsontape.MaxSafeInteger || t < -jsontape.MaxSafeInteger {
+				break // no return from a range over a function: it costs on every turn
 			}
 		}
 		// Field by field: the rest is zero already.
 		c := &chunks[k]
-		c.Type, c.Index, c.HasIndex = chunkType, index, true
+		c.Type, c.Index, c.HasIndex = chunkType, p.index, true
 		c.DeltaBytes = m.EncodedLen() // zero only for ""
-		if tool {
-			c.ID, c.Name = id, name
+		if p.tool {
+			c.ID, c.Name = p.id, p.name
 		}
 		e := &events[k]
 		e.Row, e.Member, e.Type = r, k, "assistant/chunk"
-		e.Seq, e.Time = seq0+int64(k), t
-		e.Turn, e.Step, e.HasTurn, e.HasStep = turn, step, true, true
+		e.Seq, e.Time = p.seq0+int64(k), t
+		e.Turn, e.Step, e.HasTurn, e.HasStep = p.turn, p.step, true, true
 		e.Chunk, e.Detail = c, noDetail
 		k++
 	}
-	r.Events = events
+	if k < p.n {
+		return p.seq0 + int64(k), "reconstructed time is not a safe integer"
+	}
+	r.Kind, r.Events = RowPacked, events
+	return p.seq0, ""
 }
 
-// packedKey reports whether a packed row's data may carry key (tool:
-// of a tool-call-chunks row).
-func packedKey(key string, tool bool) bool {
+// The members of a packed row's data, all of which decodePacked reads:
+// their indexes (packedKey).
+const (
+	pkTurn = iota
+	pkStep
+	pkIndex
+	pkMembersKey // texts, or args for tool-call-chunks
+	pkDt
+	pkID
+	pkName
+	pkMembers
+)
+
+// packedKey is the index of a packed row's data key, -1 for a key the
+// row may not carry (tool: of a tool-call-chunks row).
+func packedKey(key string, tool bool) int {
 	switch key {
-	case "turn", "step", "index", "dt":
-		return true
+	case "turn":
+		return pkTurn
+	case "step":
+		return pkStep
+	case "index":
+		return pkIndex
+	case "dt":
+		return pkDt
 	case "texts":
-		return !tool
-	case "id", "name", "args":
-		return tool
+		if !tool {
+			return pkMembersKey
+		}
+	case "args":
+		if tool {
+			return pkMembersKey
+		}
+	case "id":
+		if tool {
+			return pkID
+		}
+	case "name":
+		if tool {
+			return pkName
+		}
 	}
-	return false
+	return -1
 }

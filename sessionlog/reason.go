@@ -8,8 +8,8 @@ func decodeFailure(f jsontape.Value) *Failure {
 	}
 	st, _ := f.Get("status").SafeInt()
 	return &Failure{
-		Code:    string(f.GetString("code")),
-		Message: string(f.GetString("message")),
+		Code:    f.GetString("code"),
+		Message: f.GetString("message"),
 		Status:  st,
 	}
 }
@@ -19,13 +19,13 @@ func decodeReason(v jsontape.Value) Reason {
 		return Reason{}
 	}
 	if v.Type() == jsontape.String { // seed dialect: a bare word
-		return Reason{Kind: string(v.GetString())}
+		return Reason{Kind: v.GetString()}
 	}
-	r := Reason{Kind: string(v.GetString("kind"))}
+	r := Reason{Kind: v.GetString("kind")}
 	switch r.Kind {
 	case "aborted":
-		r.Cause = string(v.GetString("reason", "kind"))
-		r.HookReason = string(v.GetString("reason", "reason"))
+		r.Cause = v.GetString("reason", "kind")
+		r.HookReason = v.GetString("reason", "reason")
 	case "error":
 		r.Failure = decodeFailure(v.Get("error"))
 	}

@@ -8,7 +8,7 @@ import (
 
 func (d *RowDecoder) decodeSurfaceOp(r *Row, e *Event, op jsontape.Value) {
 	if op.Type() == jsontape.String {
-		if string(op.GetString()) == "append" {
+		if op.GetString() == "append" {
 			e.Surface.Kind = SurfaceAppend
 			return
 		}
@@ -16,7 +16,7 @@ func (d *RowDecoder) decodeSurfaceOp(r *Row, e *Event, op jsontape.Value) {
 		r.problem(e.Seq, CodeSurfaceOpInvalid, fmt.Sprintf("unknown surfaceOp %s", op.Raw()))
 		return
 	}
-	if op.Type() == jsontape.Object && string(op.GetString("op")) == "replace" {
+	if op.Type() == jsontape.Object && op.GetString("op") == "replace" {
 		members := op.ObjectLen()
 		a, okA := op.Get("startSeq").SafeInt()
 		b, okB := op.Get("endSeq").SafeInt()

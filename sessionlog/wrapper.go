@@ -2,8 +2,8 @@ package sessionlog
 
 import "github.com/dshtrace/dshtrace/sessionlog/internal/jsontape"
 
-// wrapping is what a row's line wrapper (docs/format.md §10) says, read before the record
-// inside is decoded.
+// wrapping is what a row's line wrapper (docs/format.md §10) says, read
+// before the record inside is decoded.
 type wrapping struct {
 	wrapper   Wrapper
 	method    string
@@ -14,67 +14,86 @@ type wrapping struct {
 	problem string
 }
 
-// unwrap recognises the line wrappers of docs/format.md §10 and returns the record inside,
-// or nil when the row carries none (then r is complete).
+// unwrap recognises the line wrappers of docs/format.md §10 in a row, v,
+// of members m and returns the record inside: v itself when the row is
+// bare, none when it carries no record (w says why).
 func unwrap(w *wrapping, v jsontape.Value, m *recordMembers) jsontape.Value {
 	// The first member of each name, from the walk of the row m is.
 	typ, method, id, event := m.typ, m.method, m.id, m.event
-	if method.Exists() && !typ.Exists() {
-		w.wrapper = WrapJSONRPC
-		w.method = method.String()
-		params := v.Get("params")
-		if params.Exists() {
-			w.sessionID = params.GetString("sessionId")
-		}
-		if w.method != "session.event" {
-			w.kind = RowOther
-			return jsontape.Value{}
-		}
-		ev := params.Get("event")
-		if w.sessionID == "" || !ev.Exists() || ev.Type() != jsontape.Object {
-			w.kind = RowInvalid
-			w.problem = "session.event notification needs params.sessionId (string) and params.event (object)"
-			return jsontape.Value{}
-		}
-		return ev
-	}
-	if !method.Exists() && id.Exists() && !typ.Exists() && !event.Exists() {
+	switch t := typ.String(); {
+	case method.Exists() && !typ.Exists():
+		return w.jsonRPC(v, method.String())
+	case !method.Exists() && id.Exists() && !typ.Exists() && !event.Exists():
 		// A JSON-RPC response or request without a method we track.
-		w.wrapper = WrapJSONRPC
-		w.kind = RowOther
+		w.wrapper, w.kind = WrapJSONRPC, RowOther
 		return jsontape.Value{}
-	}
-	switch t := typ.String(); t {
-	case "session_event":
-		w.wrapper = WrapStreamJSON
-		w.method = t
-		w.sessionID = v.GetString("sessionId")
-		if w.sessionID == "" || !event.Exists() || event.Type() != jsontape.Object {
-			w.kind = RowInvalid
-			w.problem = "session_event line needs sessionId (string) and event (object)"
-			return jsontape.Value{}
-		}
-		return event
-	case "result":
-		w.wrapper = WrapStreamJSON
-		w.method = t
-		w.sessionID = v.GetString("sessionId")
-		w.kind = RowOther
-		return jsontape.Value{}
-	}
-	if !typ.Exists() && event.Exists() {
-		w.wrapper = WrapEnvelope
-		w.sessionID = v.GetString("sessionId")
-		if w.sessionID == "" || event.Type() != jsontape.Object {
-			w.kind = RowInvalid
-			w.problem = "{sessionId, event} line needs sessionId (string) and event (object)"
-			return jsontape.Value{}
-		}
-		return event
+	case t == "session_event" || t == "result":
+		return w.streamJSON(v, t, event)
+	case !typ.Exists() && event.Exists():
+		return w.envelopeLine(v, event)
 	}
 	return v
 }
 
+// jsonRPC reads an SDK JSON-RPC notification, which carries an event when
+// its method is session.event.
+func (w *wrapping) jsonRPC(v jsontape.Value, method string) jsontape.Value {
+	w.wrapper, w.method = WrapJSONRPC, method
+	params := v.Get("params")
+	w.sessionID = params.GetString("sessionId")
+	if method != "session.event" {
+		w.kind = RowOther
+		return jsontape.Value{}
+	}
+	if ev := params.Get("event"); w.sessionID != "" && ev.Type() == jsontape.Object {
+		return ev
+	}
+	return w.invalid("session.event notification needs params.sessionId (string) and params.event (object)")
+}
+
+// streamJSON reads a headless session's line of type typ: a session_event
+// carries an event, a result none.
+func (w *wrapping) streamJSON(v jsontape.Value, typ string, event jsontape.Value) jsontape.Value {
+	w.wrapper, w.method = WrapStreamJSON, typ
+	w.sessionID = v.GetString("sessionId")
+	if typ == "result" {
+		w.kind = RowOther
+		return jsontape.Value{}
+	}
+	if w.sessionID != "" && event.Type() == jsontape.Object {
+		return event
+	}
+	return w.invalid("session_event line needs sessionId (string) and event (object)")
+}
+
+// envelopeLine reads a {sessionId, event} line.
+func (w *wrapping) envelopeLine(v, event jsontape.Value) jsontape.Value {
+	w.wrapper = WrapEnvelope
+	w.sessionID = v.GetString("sessionId")
+	if w.sessionID != "" && event.Type() == jsontape.Object {
+		return event
+	}
+	return w.invalid("{sessionId, event} line needs sessionId (string) and event (object)")
+}
+
+// invalid marks the row invalid for problem; it carries no record.
+func (w *wrapping) invalid(problem string) jsontape.Value {
+	w.kind, w.problem = RowInvalid, problem
+	return jsontape.Value{}
+}
+
+// row is the row of a line, b, whose wrapper carries no record: a line of
+// a transport, or a wrapper without its record (an invalid row).
+func (w *wrapping) row(line int, b []byte) *Row {
+	r := &Row{Kind: w.kind}
+	w.fill(r, line, b)
+	if w.problem != "" {
+		r.problem(-1, CodeWrapperInvalid, w.problem)
+	}
+	return r
+}
+
+// fill gives a row decoded from a line, b, what its wrapper says.
 func (w *wrapping) fill(r *Row, line int, b []byte) {
 	r.Line, r.Bytes = line, b
 	r.Wrapper, r.Method, r.SessionID = w.wrapper, w.method, w.sessionID
