@@ -42,70 +42,90 @@ func Check(r io.Reader, opts Options) (*Report, error) {
 		return nil, err
 	}
 	defer dec.Close()
-	rep := &Report{}
-	type session struct {
-		v    *Validator
-		turn int // index into rep.Turns of the open turn, -1 if none
-	}
-	sessions := map[string]*session{}
-	var order []string
-	get := func(id string) *session {
-		s := sessions[id]
-		if s == nil {
-			s = &session{v: NewValidator(), turn: -1}
-			sessions[id] = s
-			order = append(order, id)
-		}
-		return s
-	}
+	c := checker{rep: &Report{}, sessions: map[string]*checkedSession{}}
 	for {
 		row, err := dec.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return rep, err
+			return c.rep, err
 		}
-		rep.Rows++
-		id := row.SessionID
-		if row.Kind == RowHeader || row.Wrapper == WrapNone {
-			id = "" // a file is one session, whatever its header says
-		}
-		s := get(id)
-		f := dec.Format()
-		rep.Violations = append(rep.Violations, s.v.Row(row, f)...)
-		for i := range row.Events {
-			e := &row.Events[i]
-			rep.Events++
-			switch e.Type {
-			case "turn/start":
-				rep.Turns = append(rep.Turns, TurnSummary{Session: id, Turn: e.Turn, Reason: "open", ToolCalls: []string{}, StartSeq: e.Seq})
-				s.turn = len(rep.Turns) - 1
-			case "step/start":
-				if s.turn >= 0 {
-					rep.Turns[s.turn].Steps++
-				}
-			case "tool/call":
-				if s.turn >= 0 {
-					rep.Turns[s.turn].ToolCalls = append(rep.Turns[s.turn].ToolCalls, e.CallID)
-				}
-			case "turn/end":
-				if s.turn >= 0 && rep.Turns[s.turn].Turn == e.Turn {
-					rep.Turns[s.turn].Reason = e.Reason.Kind
-				}
-				s.turn = -1
-			}
-		}
+		c.row(row, dec.Format())
 	}
-	rep.Format = dec.Format()
-	rep.Header = dec.Header()
-	rep.Tail = dec.Tail()
-	for _, id := range order {
-		s := sessions[id]
-		rep.Violations = append(rep.Violations, s.v.Finish(rep.Format)...)
+	c.finish(dec)
+	return c.rep, nil
+}
+
+// checker is what Check keeps while it reads: the report so far and a
+// validator per session, in the order the sessions came.
+type checker struct {
+	rep      *Report
+	sessions map[string]*checkedSession
+	order    []string
+}
+
+// checkedSession is one session of a checked input.
+type checkedSession struct {
+	v    *Validator
+	turn int // index into Report.Turns of the open turn, -1 if none
+}
+
+// row validates a row, decoded under format f, in its session's validator
+// and adds its events to the summary of the session's turns.
+func (c *checker) row(row *Row, f Format) {
+	c.rep.Rows++
+	id := row.SessionID
+	if row.Kind == RowHeader || row.Wrapper == WrapNone {
+		id = "" // a file is one session, whatever its header says
+	}
+	s := c.sessions[id]
+	if s == nil {
+		s = &checkedSession{v: NewValidator(), turn: -1}
+		c.sessions[id] = s
+		c.order = append(c.order, id)
+	}
+	c.rep.Violations = append(c.rep.Violations, s.v.Row(row, f)...)
+	for i := range row.Events {
+		c.rep.Events++
+		c.summarize(s, id, &row.Events[i])
+	}
+}
+
+// summarize adds an event of session id to the summary of its turn.
+func (c *checker) summarize(s *checkedSession, id string, e *Event) {
+	turns := c.rep.Turns
+	switch e.Type {
+	case "turn/start":
+		c.rep.Turns = append(turns, TurnSummary{Session: id, Turn: e.Turn, Reason: "open", ToolCalls: []string{}, StartSeq: e.Seq})
+		s.turn = len(c.rep.Turns) - 1
+	case "step/start":
 		if s.turn >= 0 {
-			rep.OpenTurns = append(rep.OpenTurns, rep.Turns[s.turn].Turn)
+			turns[s.turn].Steps++
+		}
+	case "tool/call":
+		if s.turn >= 0 {
+			turns[s.turn].ToolCalls = append(turns[s.turn].ToolCalls, e.CallID)
+		}
+	case "turn/end":
+		if s.turn >= 0 && turns[s.turn].Turn == e.Turn {
+			turns[s.turn].Reason = e.Reason.Kind
+		}
+		s.turn = -1
+	}
+}
+
+// finish completes the report at the end of the input: what the decoder
+// learnt of it, and what each session's validator judges at the end.
+func (c *checker) finish(dec *Decoder) {
+	c.rep.Format = dec.Format()
+	c.rep.Header = dec.Header()
+	c.rep.Tail = dec.Tail()
+	for _, id := range c.order {
+		s := c.sessions[id]
+		c.rep.Violations = append(c.rep.Violations, s.v.Finish(c.rep.Format)...)
+		if s.turn >= 0 {
+			c.rep.OpenTurns = append(c.rep.OpenTurns, c.rep.Turns[s.turn].Turn)
 		}
 	}
-	return rep, nil
 }

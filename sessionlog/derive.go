@@ -99,58 +99,67 @@ func (d *Deriver) project(e *Event, f Format) surfaceNode {
 	n := surfaceNode{seq: e.Seq}
 	t := jsontape.Get()
 	defer jsontape.Put(t)
-	env := recordOf(t, e.Row)
-	data := env.Get("data")
+	if content, ok := messageContent(recordOf(t, e.Row), e.Type); ok {
+		n.msg, n.projected = d.message(e, f, content)
+	}
+	return n
+}
+
+// messageContent is the content of the message of a surface event of type
+// typ, found in its record; false when the record has no data.
+func messageContent(rec jsontape.Value, typ string) (jsontape.Value, bool) {
+	data := rec.Get("data")
 	if !data.Exists() {
-		return n
+		return jsontape.Value{}, false
 	}
 	msg := data
-	if e.Type != "user/message" {
+	if typ != "user/message" {
 		if m := data.Get("message"); m.Exists() {
 			msg = m // else the earliest v0 shape: the message's fields in data
 		}
 	}
-	content := msg.Get("content")
+	return msg.Get("content"), true
+}
+
+// message is the message an event with content shows the model; false
+// when it shows none (empty assistant or system content is kept for its
+// usage, never shown).
+func (d *Deriver) message(e *Event, f Format, content jsontape.Value) (Message, bool) {
 	m := Message{seq: e.Seq}
 	switch e.Type {
 	case "user/message":
 		m.role = "user"
-		m.content = jsonArray(content)
 	case "assistant/message":
-		if content.ArrayLen() == 0 {
-			return n // empty assistant content is kept for usage, never shown
-		}
 		m.role = "assistant"
-		m.content = jsonArray(content)
 		m.provider, m.model = strings.Clone(e.Provider), strings.Clone(e.Model)
 	case "system/message":
-		if content.ArrayLen() == 0 {
-			return n
-		}
 		m.role = "system"
-		m.content = jsonArray(content)
 	case "developer/message":
 		m.role = "developer"
-		m.content = jsonArray(content)
 	case "tool/result":
-		callID := e.CallID
-		if callID == "" && len(e.Sources) > 0 {
-			callID = d.calls[e.Sources[0]]
-		}
-		if f.RulesVersion() >= 4 && !f.Seed {
-			m.role = "tool"
-			m.content = jsonArray(content)
-			m.toolCallID = strings.Clone(callID)
-			m.isError = e.IsError
-			break
-		}
-		m.role = "user"
-		m.content = toolResultBlock(content, callID, e.IsError)
+		return d.toolMessage(e, f, content), true
 	default:
-		return n
+		return Message{}, false
 	}
-	n.msg, n.projected = m, true
-	return n
+	if (m.role == "assistant" || m.role == "system") && content.ArrayLen() == 0 {
+		return Message{}, false
+	}
+	m.content = jsonArray(content)
+	return m, true
+}
+
+// toolMessage is the message a tool/result shows the model: a tool-role
+// message from v4 on, else a user message of one tool-result block. A
+// seed-dialect result names its call by the seq of its tool/call only.
+func (d *Deriver) toolMessage(e *Event, f Format, content jsontape.Value) Message {
+	callID := e.CallID
+	if callID == "" && len(e.Sources) > 0 {
+		callID = d.calls[e.Sources[0]]
+	}
+	if f.RulesVersion() >= 4 && !f.Seed {
+		return Message{seq: e.Seq, role: "tool", content: jsonArray(content), toolCallID: strings.Clone(callID), isError: e.IsError}
+	}
+	return Message{seq: e.Seq, role: "user", content: toolResultBlock(content, callID, e.IsError)}
 }
 
 // jsonArray renders a content value as a JSON array; a bare string (seed

@@ -221,57 +221,69 @@ func (d *Decoder) Next() (*Row, error) {
 }
 
 func (d *Decoder) next() (*Row, error) {
-	for {
-		if d.done {
-			return nil, io.EOF
-		}
+	for !d.done {
 		b, tooLong, err := d.readLine()
 		if err != nil && err != io.EOF {
-			d.finish()
-			if d.zr != nil && errors.Is(err, io.ErrUnexpectedEOF) {
-				d.tail = &Tail{Line: d.line + 1, Bytes: int(d.consumed), Frame: true}
-				return nil, io.EOF
-			}
-			if d.zr != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
-				return nil, &CorruptError{Line: d.line + 1, Err: err}
-			}
-			return nil, err
+			return nil, d.readFailed(err)
 		}
-		if err == io.EOF {
-			d.finish()
-			if len(b) == 0 && !tooLong {
-				return nil, io.EOF
-			}
-			if !d.opts.DecodeUnterminated {
-				// consumed, not len(b): a torn record over the limit was dropped.
-				d.tail = &Tail{Line: d.line + 1, Bytes: int(d.consumed)}
-				return nil, io.EOF
-			}
+		if err == io.EOF && d.endsBefore(b, tooLong) {
+			break
 		}
 		d.line++
 		off := d.offset
 		d.offset += d.consumed
-		if tooLong {
+		switch {
+		case tooLong:
 			r := &Row{Line: d.line, Offset: off, Kind: RowInvalid}
 			r.problem(-1, CodeRowTooLong, fmt.Sprintf("row exceeds the limit of %d bytes", d.opts.MaxRowBytes))
 			return r, nil
-		}
-		if blank(b) { // JSON whitespace only: \v, U+00A0 and the like are bad rows
+		case blank(b): // JSON whitespace only: \v, U+00A0 and the like are bad rows
 			continue // blank lines carry nothing
 		}
-		row, derr := d.rows.Decode(b, d.line)
+		row, err := d.rows.Decode(b, d.line)
 		if row != nil {
 			row.Offset = off
 		}
-		if derr != nil {
+		if err != nil {
 			if d.reuse != nil {
 				d.ownSrc = false // the row may view the read buffer: not pooled
 			}
 			d.finish()
-			return row, derr
 		}
-		return row, nil
+		return row, err
 	}
+	return nil, io.EOF
+}
+
+// readFailed ends the stream on a read error, and returns it: a compressed
+// stream cut inside a frame is a torn tail (io.EOF), any other failure of
+// one is corruption.
+func (d *Decoder) readFailed(err error) error {
+	d.finish()
+	switch {
+	case d.zr != nil && errors.Is(err, io.ErrUnexpectedEOF):
+		d.tail = &Tail{Line: d.line + 1, Bytes: int(d.consumed), Frame: true}
+		return io.EOF
+	case d.zr != nil:
+		return &CorruptError{Line: d.line + 1, Err: err}
+	}
+	return err
+}
+
+// endsBefore ends the stream at the end of the input, whose last line, b,
+// had no newline, and reports whether no row is left: b is empty, or a
+// torn tail (docs/format.md §2.5) that is not decoded.
+func (d *Decoder) endsBefore(b []byte, tooLong bool) bool {
+	d.finish()
+	if len(b) == 0 && !tooLong {
+		return true
+	}
+	if !d.opts.DecodeUnterminated {
+		// consumed, not len(b): a torn record over the limit was dropped.
+		d.tail = &Tail{Line: d.line + 1, Bytes: int(d.consumed)}
+		return true
+	}
+	return false
 }
 
 // blank reports whether b is empty or only spaces, tabs and CRs.
@@ -290,6 +302,35 @@ func blank(b []byte) bool {
 // stream's line buffer. A line over the limit is consumed and dropped
 // (tooLong).
 func (d *Decoder) readLine() (line []byte, tooLong bool, err error) {
+	frag, err := d.br.ReadSlice('\n')
+	d.consumed = int64(len(frag))
+	if err == nil && len(frag) <= d.opts.MaxRowBytes+1 { // the common case: the whole line in one fragment
+		return d.ownLine(frag), false, nil
+	}
+	return d.gatherLine(frag, err)
+}
+
+// ownLine is a whole line read, frag, without its newline, as readLine
+// returns it.
+func (d *Decoder) ownLine(frag []byte) []byte {
+	switch {
+	case d.reuse != nil && (d.br != d.src || d.ownSrc):
+		// The read buffer is the Decoder's and is read again only by the
+		// next Next, which ends the row's validity (ReuseRows): the row
+		// views it.
+		return frag[: len(frag)-1 : len(frag)-1]
+	case d.reuse != nil:
+		d.reuse.line = append(d.reuse.line[:0], frag[:len(frag)-1]...)
+		return d.reuse.line
+	}
+	out := make([]byte, len(frag)-1)
+	copy(out, frag)
+	return out
+}
+
+// gatherLine reads the rest of a line whose first fragment, frag, did not
+// end it (err says why), up to the limit.
+func (d *Decoder) gatherLine(frag []byte, err error) (line []byte, tooLong bool, _ error) {
 	var acc []byte
 	if d.reuse != nil {
 		acc = d.reuse.line[:0] // a line longer than the read buffer
@@ -299,33 +340,11 @@ func (d *Decoder) readLine() (line []byte, tooLong bool, err error) {
 			}
 		}()
 	}
-	d.consumed = 0
 	for {
-		frag, err := d.br.ReadSlice('\n')
-		d.consumed += int64(len(frag))
 		if len(acc)+len(frag) > d.opts.MaxRowBytes+1 {
-			tooLong = true
-			acc = nil
+			tooLong, acc = true, nil
 		}
 		if !tooLong {
-			if len(acc) == 0 && err == nil {
-				// The common case: the whole line in one fragment.
-				var out []byte
-				switch {
-				case d.reuse != nil && (d.br != d.src || d.ownSrc):
-					// The read buffer is the Decoder's and is read
-					// again only by the next Next, which ends the
-					// row's validity (ReuseRows): the row views it.
-					out = frag[: len(frag)-1 : len(frag)-1]
-				case d.reuse != nil:
-					out = append(d.reuse.line[:0], frag[:len(frag)-1]...)
-					d.reuse.line = out
-				default:
-					out = make([]byte, len(frag)-1)
-					copy(out, frag)
-				}
-				return out, false, nil
-			}
 			acc = append(acc, frag...)
 		}
 		switch err {
@@ -335,9 +354,10 @@ func (d *Decoder) readLine() (line []byte, tooLong bool, err error) {
 			}
 			return acc[:len(acc)-1], false, nil
 		case bufio.ErrBufferFull:
+			frag, err = d.br.ReadSlice('\n')
+			d.consumed += int64(len(frag))
 			continue
-		default:
-			return acc, tooLong, err
 		}
+		return acc, tooLong, err
 	}
 }
