@@ -44,3 +44,14 @@ func unexpected(b []byte, i int, where string) *Error {
 func tooDeep(i, maxDepth int) *Error {
 	return &Error{Kind: TooDeep, Offset: i, Msg: fmt.Sprintf("JSON nesting deeper than %d levels", maxDepth)}
 }
+
+// jsonError is what a Value says when it is not of the type asked for.
+type jsonError string
+
+func (e jsonError) Error() string { return string(e) }
+
+const (
+	errNotInt    jsonError = "not an integer"
+	errNotBool   jsonError = "not a boolean"
+	errNotNumber jsonError = "not a number"
+)

@@ -2,16 +2,6 @@ package jsontape
 
 import "strconv"
 
-type jsonError string
-
-func (e jsonError) Error() string { return string(e) }
-
-const (
-	errNotInt    jsonError = "not an integer"
-	errNotBool   jsonError = "not a boolean"
-	errNotNumber jsonError = "not a number"
-)
-
 // Int64 is the value as an exact integer; a fraction or exponent is an error.
 func (v Value) Int64() (int64, error) {
 	if v.Type() != Number {

@@ -73,7 +73,7 @@ value: // at a value, perhaps after whitespace
 		start, end = i, digitsStart(b, i) // end: the first digit
 		if i, esc = digitsEnd(b, end), false; plainDigits(b, end, i) {
 			isInt, esc = true, i-end <= 18
-		} else if i, isInt, syntax = number(b, start); syntax != nil { // a fraction, an exponent or no number
+		} else if i, isInt, syntax = readNumber(b, start); syntax != nil { // a fraction, an exponent or no number
 			return t.done(nodes, stack, syntax, lossless)
 		}
 		if lossless == nil && mayBeLossy(b, start, i, isInt) {
@@ -183,9 +183,9 @@ func plainDigits(b []byte, first, end int) bool {
 	return end > first && (b[first] != '0' || end == first+1) && (end >= len(b) || b[end] != '.' && b[end]|0x20 != 'e')
 }
 
-// number reads any JSON number at b[i] (scanNumber): the index after it
+// readNumber reads any JSON number at b[i] (scanNumber): the index after it
 // and whether it is an integer, or the error.
-func number(b []byte, i int) (end int, isInt bool, err *Error) {
+func readNumber(b []byte, i int) (end int, isInt bool, err *Error) {
 	end, isInt, msg := scanNumber(b, i)
 	if msg != "" {
 		return 0, false, invalidAt(end, msg)
