@@ -10,7 +10,9 @@ type TurnSummary struct {
 	// Session is the session id when the input names one.
 	Session string `json:"session,omitempty"`
 	Turn    int64  `json:"turn"`
-	// Reason is the TurnEndReason kind, or "open" for a turn with no turn/end.
+	// Reason is the TurnEndReason kind, or "dangling" for a turn the log
+	// never ends (the turn engine closes it as dangling, cause
+	// end_of_input).
 	Reason string `json:"reason"`
 	Steps  int    `json:"steps"`
 	// ToolCalls are the callIds of the turn's tool/call events, in order.
@@ -21,13 +23,14 @@ type TurnSummary struct {
 
 // Report is the result of checking one input.
 type Report struct {
-	Format     Format
-	Header     *Header
-	Rows       int
-	Events     int
-	Turns      []TurnSummary
-	OpenTurns  []int64
-	Violations []Violation
+	Format Format
+	Header *Header
+	Rows   int
+	Events int
+	Turns  []TurnSummary
+	// DanglingTurns are the turns the log never ends.
+	DanglingTurns []int64
+	Violations    []Violation
 	// Tail is the torn tail, if the input ends with one.
 	Tail *Tail
 }
@@ -97,7 +100,7 @@ func (c *checker) summarize(s *checkedSession, id string, e *Event) {
 	turns := c.rep.Turns
 	switch e.Type {
 	case "turn/start":
-		c.rep.Turns = append(turns, TurnSummary{Session: id, Turn: e.Turn, Reason: "open", ToolCalls: []string{}, StartSeq: e.Seq})
+		c.rep.Turns = append(turns, TurnSummary{Session: id, Turn: e.Turn, Reason: "dangling", ToolCalls: []string{}, StartSeq: e.Seq})
 		s.turn = len(c.rep.Turns) - 1
 	case "step/start":
 		if s.turn >= 0 {
@@ -125,7 +128,7 @@ func (c *checker) finish(dec *Decoder) {
 		s := c.sessions[id]
 		c.rep.Violations = append(c.rep.Violations, s.v.Finish(c.rep.Format)...)
 		if s.turn >= 0 {
-			c.rep.OpenTurns = append(c.rep.OpenTurns, c.rep.Turns[s.turn].Turn)
+			c.rep.DanglingTurns = append(c.rep.DanglingTurns, c.rep.Turns[s.turn].Turn)
 		}
 	}
 }

@@ -41,8 +41,8 @@ func TestCorpus(t *testing.T) {
 			if name == pinTurn {
 				wantOpen = []int64{1}
 			}
-			if !slices.Equal(rep.OpenTurns, wantOpen) {
-				t.Errorf("open turns %v, want %v", rep.OpenTurns, wantOpen)
+			if !slices.Equal(rep.DanglingTurns, wantOpen) {
+				t.Errorf("open turns %v, want %v", rep.DanglingTurns, wantOpen)
 			}
 			wire := strings.HasPrefix(name, "wire/")
 			// v0/… and v4/… files: the version their folder names, from the header.

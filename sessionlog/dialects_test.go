@@ -199,7 +199,7 @@ func TestDialects(t *testing.T) {
 		},
 		{
 			file: "dialects/open-turn.jsonl", format: headerFormat(4), rows: 13, events: 12,
-			turns: []TurnSummary{turn(1, 0, "completed", 1), turn(2, 7, "open", 1, "call_s")},
+			turns: []TurnSummary{turn(1, 0, "completed", 1), turn(2, 7, "dangling", 1, "call_s")},
 			open:  []int64{2},
 			spot: func(t *testing.T, rows []*Row, dec *Decoder) {
 				v := NewValidator()
@@ -292,8 +292,8 @@ func TestDialects(t *testing.T) {
 			if !reflect.DeepEqual(rep.Turns, tc.turns) {
 				t.Errorf("turns = %+v\nwant %+v", rep.Turns, tc.turns)
 			}
-			if !slices.Equal(rep.OpenTurns, tc.open) {
-				t.Errorf("open turns = %v, want %v", rep.OpenTurns, tc.open)
+			if !slices.Equal(rep.DanglingTurns, tc.open) {
+				t.Errorf("open turns = %v, want %v", rep.DanglingTurns, tc.open)
 			}
 			if rep.Tail != nil {
 				t.Errorf("unexpected torn tail %v", rep.Tail)

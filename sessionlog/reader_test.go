@@ -274,8 +274,8 @@ func TestUnterminatedFinalLine(t *testing.T) {
 		t.Errorf("tail = %+v, want line %d, %d bytes, not a frame", tail, lastLine, lastLen)
 	}
 	rep := checkBytes(t, cut, Options{})
-	if rep.Tail == nil || len(rep.Violations) != 0 || !slices.Equal(rep.OpenTurns, []int64{1}) {
-		t.Errorf("Check: tail %v violations %v open %v", rep.Tail, rep.Violations, rep.OpenTurns)
+	if rep.Tail == nil || len(rep.Violations) != 0 || !slices.Equal(rep.DanglingTurns, []int64{1}) {
+		t.Errorf("Check: tail %v violations %v open %v", rep.Tail, rep.Violations, rep.DanglingTurns)
 	}
 
 	// A torn record longer than MaxRowBytes is reported with its full size.

@@ -12,14 +12,14 @@ import (
 
 // checkJSON is the --json document of one file.
 type checkJSON struct {
-	File       string                   `json:"file"`
-	Version    *int                     `json:"version"`
-	Events     int                      `json:"events"`
-	Turns      []sessionlog.TurnSummary `json:"turns"`
-	OpenTurns  []int64                  `json:"open_turns"`
-	Violations []sessionlog.Violation   `json:"violations"`
-	TornTail   *tornJSON                `json:"torn_tail,omitempty"`
-	Error      string                   `json:"error,omitempty"`
+	File          string                   `json:"file"`
+	Version       *int                     `json:"version"`
+	Events        int                      `json:"events"`
+	Turns         []sessionlog.TurnSummary `json:"turns"`
+	DanglingTurns []int64                  `json:"dangling_turns"`
+	Violations    []sessionlog.Violation   `json:"violations"`
+	TornTail      *tornJSON                `json:"torn_tail,omitempty"`
+	Error         string                   `json:"error,omitempty"`
 }
 
 type tornJSON struct {
@@ -44,7 +44,7 @@ func runCheck(args []string, stdin io.Reader, stdout io.Writer) error {
 		case err != nil:
 			code = 2
 			if *asJSON {
-				writeJSONLine(stdout, checkJSON{File: name, Turns: []sessionlog.TurnSummary{}, OpenTurns: []int64{},
+				writeJSONLine(stdout, checkJSON{File: name, Turns: []sessionlog.TurnSummary{}, DanglingTurns: []int64{},
 					Violations: []sessionlog.Violation{}, Error: err.Error()})
 			} else {
 				fmt.Fprintf(stdout, "%s: cannot read: %v\n", name, err)
@@ -68,7 +68,7 @@ func runCheck(args []string, stdin io.Reader, stdout io.Writer) error {
 // checkDoc is a file's report as check --json prints it: every list
 // present, empty rather than null.
 func checkDoc(name string, rep *sessionlog.Report) checkJSON {
-	doc := checkJSON{File: name, Events: rep.Events, Turns: rep.Turns, OpenTurns: rep.OpenTurns, Violations: rep.Violations}
+	doc := checkJSON{File: name, Events: rep.Events, Turns: rep.Turns, DanglingTurns: rep.DanglingTurns, Violations: rep.Violations}
 	if rep.Format.Known && !rep.Format.Seed {
 		v := rep.Format.Version
 		doc.Version = &v
@@ -76,8 +76,8 @@ func checkDoc(name string, rep *sessionlog.Report) checkJSON {
 	if doc.Turns == nil {
 		doc.Turns = []sessionlog.TurnSummary{}
 	}
-	if doc.OpenTurns == nil {
-		doc.OpenTurns = []int64{}
+	if doc.DanglingTurns == nil {
+		doc.DanglingTurns = []int64{}
 	}
 	if doc.Violations == nil {
 		doc.Violations = []sessionlog.Violation{}
@@ -98,8 +98,8 @@ func writeCheck(w io.Writer, name string, rep *sessionlog.Report) {
 		fmt.Fprintf(w, "%s:%d: note: %s\n", name, t.Line, t)
 	}
 	open := ""
-	if len(rep.OpenTurns) > 0 {
-		open = fmt.Sprintf(", open turns %v", rep.OpenTurns)
+	if len(rep.DanglingTurns) > 0 {
+		open = fmt.Sprintf(", dangling turns %v (never ended: cause end_of_input)", rep.DanglingTurns)
 	}
 	fmt.Fprintf(w, "%s: %s, %d events, %d turns%s, %d violations\n",
 		name, rep.Format, rep.Events, len(rep.Turns), open, len(rep.Violations))

@@ -539,3 +539,23 @@ func TestTurnsSayWhatSpansSay(t *testing.T) {
 		t.Error("no dangling turn in the dialect logs: the test checks nothing of them")
 	}
 }
+
+// TestCheckSaysDangling: check names a turn the log never ends as the
+// traces do — dangling, cause end_of_input — in text and in JSON.
+func TestCheckSaysDangling(t *testing.T) {
+	f := "../../testdata/dialects/open-turn.jsonl"
+	_, spans, _ := runCLI(t, "", "spans", f)
+	if !strings.Contains(spans, "dsh.turn=2 dsh.turn.end_reason=dangling dsh.dangling.cause=end_of_input") {
+		t.Fatalf("spans do not close turn 2 as dangling at the end of input:\n%s", spans)
+	}
+	_, text, _ := runCLI(t, "", "check", f)
+	text = strings.ReplaceAll(text, f, "FILE") // its name says open
+	if !strings.Contains(text, "dangling turns [2] (never ended: cause end_of_input)") || strings.Contains(text, "open") {
+		t.Errorf("check:\n%s", text)
+	}
+	_, doc, _ := runCLI(t, "", "check", "--json", f)
+	doc = strings.ReplaceAll(doc, f, "FILE")
+	if !strings.Contains(doc, `"dangling_turns":[2]`) || !strings.Contains(doc, `"turn":2,"reason":"dangling"`) || strings.Contains(doc, "open") {
+		t.Errorf("check --json:\n%s", doc)
+	}
+}
