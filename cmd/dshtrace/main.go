@@ -19,7 +19,7 @@ commands:
   turns FILE                                  an outline of turns, steps and tool calls
   query FILE (--turn N | --call-id ID | --sources SEQ [--transitive])
                                               the physical rows behind a turn, call or seq
-  spans [--json] [--otlp-endpoint URL] FILE   the trace of every turn (open turns close as dangling)
+  spans [--json] [--otlp-endpoint URL] FILE   the trace of every turn (turns never ended close as dangling)
   replay [-o FILE.html] [--jaeger URL] [--no-content] FILE
                                               one self-contained HTML page of the session
   serve [--addr 127.0.0.1:7788] [--jaeger URL] [--no-content] ROOT...
