@@ -63,7 +63,7 @@ func TestGeneratedCorpusChecks(t *testing.T) {
 						closed++
 					}
 				}
-				open += int64(len(rep.OpenTurns))
+				open += int64(len(rep.DanglingTurns))
 
 				e := turnengine.New(turnengine.Config{})
 				now := time.Unix(1_800_000_000, 0)

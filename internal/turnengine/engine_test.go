@@ -62,8 +62,8 @@ func TestCorpusMaps(t *testing.T) {
 				dangling++
 			}
 		}
-		if dangling != len(rep.OpenTurns) {
-			t.Errorf("%s: %d dangling turns, %d open at the end", rel, dangling, len(rep.OpenTurns))
+		if dangling != len(rep.DanglingTurns) {
+			t.Errorf("%s: %d dangling turns, %d open at the end", rel, dangling, len(rep.DanglingTurns))
 		}
 		if e.OpenTurns() != 0 {
 			t.Errorf("%s: %d turns still open after the flush", rel, e.OpenTurns())
