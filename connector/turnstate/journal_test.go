@@ -415,7 +415,7 @@ func TestJournalDamagedValues(t *testing.T) {
 	require.NoError(t, client.Set(context.Background(), sessionKey(ids[0]), []byte("{not json")))
 	require.NoError(t, client.Set(context.Background(), bucketKey(bucketOf(ids[1])), []byte("\x00\x01garbage")))
 	require.NoError(t, client.Close(context.Background()))
-	require.NotEqual(t, bucketOf(ids[1]), bucketOf(ids[2]), "the test needs the third session in another bucket")
+	require.NotEqual(t, bucketOf(ids[1]), bucketOf(ids[2]), "the test needs the undamaged session in a bucket of its own")
 
 	require.NoError(t, run2.toMt.Start(context.Background(), host))
 	require.NoError(t, run2.toTr.Start(context.Background(), host), "damaged values do not stop the start")
