@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -154,50 +153,6 @@ var fuzzSeedFiles = []string{
 	strings.Join(fuzzBrokenRows, "\n") + "\n",
 }
 
-// fuzzTypeField finds the "type" members of a row, nested ones included.
-var fuzzTypeField = regexp.MustCompile(`"type":"[^"]*"`)
-
-// fuzzCorpusRows returns real rows of the corpus up to maxLen bytes: for
-// each shape (the row's "type" members in order) the shortest and the
-// longest. The fuzzers start from every kind of row dsh writes without the
-// thousands of near-duplicates that would fill a short -fuzztime with
-// baseline coverage.
-func fuzzCorpusRows(f *testing.F, maxLen int) [][]byte {
-	f.Helper()
-	type pick struct{ short, long []byte }
-	picks := map[string]*pick{}
-	var shapes []string
-	for _, data := range fuzzCorpusFiles(f) {
-		for _, line := range bytes.Split(data, []byte("\n")) {
-			if len(line) == 0 || len(line) > maxLen {
-				continue
-			}
-			shape := string(bytes.Join(fuzzTypeField.FindAll(line, -1), []byte(",")))
-			p := picks[shape]
-			if p == nil {
-				p = &pick{line, line}
-				picks[shape] = p
-				shapes = append(shapes, shape)
-			}
-			if len(line) < len(p.short) {
-				p.short = line
-			}
-			if len(line) > len(p.long) {
-				p.long = line
-			}
-		}
-	}
-	var out [][]byte
-	for _, shape := range shapes {
-		p := picks[shape]
-		out = append(out, p.short)
-		if !bytes.Equal(p.long, p.short) {
-			out = append(out, p.long)
-		}
-	}
-	return out
-}
-
 // fuzzCorpusFiles reads the repository's session logs and, when a corpus
 // is found, every corpus file.
 func fuzzCorpusFiles(f *testing.F) [][]byte {
@@ -245,7 +200,7 @@ func FuzzRowDecoder(f *testing.F) {
 	for i, row := range fuzzSeedRows {
 		f.Add([]byte(row), uint8(i))
 	}
-	for i, row := range fuzzCorpusRows(f, 4<<10) {
+	for i, row := range testcorpus.SeedRows(f, 4<<10) {
 		f.Add(row, uint8(i%16))
 	}
 	f.Fuzz(func(t *testing.T, b []byte, state uint8) {

@@ -10,11 +10,13 @@
 package testcorpus
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -253,4 +255,52 @@ func list(root string) ([]string, error) {
 	})
 	sort.Strings(out)
 	return out, err
+}
+
+// typeField finds the "type" members of a row, nested ones included.
+var typeField = regexp.MustCompile(`"type":"[^"]*"`)
+
+// SeedRows returns real rows of every log All finds, up to maxLen bytes:
+// for each shape (the row's "type" members in order) the shortest and the
+// longest. Fuzzers start from every kind of row dsh writes, without the
+// thousands of near-duplicates that would fill a short -fuzztime with
+// baseline coverage.
+func SeedRows(t testing.TB, maxLen int) [][]byte {
+	t.Helper()
+	type pick struct{ short, long []byte }
+	picks := map[string]*pick{}
+	var shapes []string
+	for _, path := range All(t) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			if len(line) == 0 || len(line) > maxLen {
+				continue
+			}
+			shape := string(bytes.Join(typeField.FindAll(line, -1), []byte(",")))
+			p := picks[shape]
+			if p == nil {
+				p = &pick{line, line}
+				picks[shape] = p
+				shapes = append(shapes, shape)
+			}
+			if len(line) < len(p.short) {
+				p.short = line
+			}
+			if len(line) > len(p.long) {
+				p.long = line
+			}
+		}
+	}
+	var out [][]byte
+	for _, shape := range shapes {
+		p := picks[shape]
+		out = append(out, p.short)
+		if !bytes.Equal(p.long, p.short) {
+			out = append(out, p.long)
+		}
+	}
+	return out
 }

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"math/big"
-	"os"
 	"reflect"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -62,54 +60,6 @@ var fuzzSeedRows = []string{
 	`{"a":1,}`,
 }
 
-// typeField finds the "type" members of a row, nested ones included.
-var typeField = regexp.MustCompile(`"type":"[^"]*"`)
-
-// corpusRows returns real rows of the repository's logs and, when a corpus
-// is found, of the corpus, up to maxLen bytes: for each shape (the row's
-// "type" members in order) the shortest and the longest, so that a short
-// -fuzztime starts from every kind of row without thousands of
-// near-duplicates.
-func corpusRows(f *testing.F, maxLen int) [][]byte {
-	f.Helper()
-	type pick struct{ short, long []byte }
-	picks := map[string]*pick{}
-	var shapes []string
-	for _, path := range testcorpus.All(f) {
-		data, err := os.ReadFile(path)
-		if err != nil {
-			f.Fatal(err)
-		}
-		for _, line := range bytes.Split(data, []byte("\n")) {
-			if len(line) == 0 || len(line) > maxLen {
-				continue
-			}
-			shape := string(bytes.Join(typeField.FindAll(line, -1), []byte(",")))
-			p := picks[shape]
-			if p == nil {
-				p = &pick{line, line}
-				picks[shape] = p
-				shapes = append(shapes, shape)
-			}
-			if len(line) < len(p.short) {
-				p.short = line
-			}
-			if len(line) > len(p.long) {
-				p.long = line
-			}
-		}
-	}
-	var out [][]byte
-	for _, shape := range shapes {
-		p := picks[shape]
-		out = append(out, p.short)
-		if !bytes.Equal(p.long, p.short) {
-			out = append(out, p.long)
-		}
-	}
-	return out
-}
-
 // FuzzCheckJSON compares Check with encoding/json on arbitrary bytes:
 // they agree on syntax for valid UTF-8 under the depth limit, and the
 // lossless issue is the first number dsh would not write. It also holds
@@ -126,7 +76,7 @@ func FuzzCheckJSON(f *testing.F) {
 		"0000", "\t[ 1 , { \"a\" : null } ]\r\n", `"\u00e9\uD83D\uDE00"`, "\"\x7f\"", "[" + strings.Repeat("[", 200) + "]"} {
 		f.Add([]byte(s))
 	}
-	for _, row := range corpusRows(f, 1<<10) {
+	for _, row := range testcorpus.SeedRows(f, 1<<10) {
 		f.Add(row)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
