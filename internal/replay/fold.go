@@ -29,17 +29,27 @@ func newFolder() *folder {
 	return f
 }
 
-// fold compresses a body and encodes it for an attribute.
-func (f *folder) fold(body []byte) (string, error) {
+// fold compresses a body; the result is the folder's, until its next fold.
+func (f *folder) fold(body []byte) ([]byte, error) {
 	f.buf.Reset()
 	f.w.Reset(&f.buf)
 	if _, err := f.w.Write(body); err != nil {
-		return "", err
+		return nil, err
 	}
 	if err := f.w.Close(); err != nil {
-		return "", err
+		return nil, err
 	}
-	return base64.RawURLEncoding.EncodeToString(f.buf.Bytes()), nil
+	return f.buf.Bytes(), nil
+}
+
+// base64 writes a folded body as the page holds it: base64url, whose
+// alphabet holds nothing HTML must escape.
+func (h *hbuf) base64(z []byte) {
+	n := base64.RawURLEncoding.EncodedLen(len(z))
+	h.Grow(n)
+	b := h.AvailableBuffer()[:n]
+	base64.RawURLEncoding.Encode(b, z)
+	h.Write(b)
 }
 
 // holds says what a block holds, for the script that finds a link's target.

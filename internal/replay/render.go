@@ -5,9 +5,9 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
-	"errors"
 	"html/template"
 	"io"
+	"iter"
 	"runtime"
 	"slices"
 	"strings"
@@ -107,24 +107,23 @@ type PageLink struct {
 
 // Render writes the page as one self-contained HTML document. The blocks
 // of a session (its turns and the rows between them) are rendered in
-// parallel, each by its own clone of the templates.
+// parallel and written in order as they are done: the page is streamed to
+// w, never held whole.
 func Render(w io.Writer, p *Page, o RenderOptions) error {
 	if o.OpenTurns <= 0 {
 		o.OpenTurns = 40
 	}
 	r := &renderer{p: p, o: o}
 	v := r.view()
-	for i := range v.Sessions {
-		if err := r.renderBlocks(&v.Sessions[i]); err != nil {
-			return err
-		}
-	}
 	t, err := r.templates(nil)
 	if err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	if err := t.ExecuteTemplate(bw, "page", v); err != nil {
+		return err
+	}
+	if err := r.blockErr(); err != nil {
 		return err
 	}
 	return bw.Flush()
@@ -139,6 +138,9 @@ type renderer struct {
 	// childAt are the subagent sessions of RenderOptions.Children placed at
 	// the calls that started them.
 	childAt map[string]Link
+
+	mu  sync.Mutex
+	err error // the first block that failed
 }
 
 // templates is a clone of the templates whose functions answer for
@@ -164,11 +166,11 @@ type pageView struct {
 }
 
 // sessionView is one session's section: its blocks (all, or a window's)
-// and their HTML.
+// and their HTML, rendered as the page is written.
 type sessionView struct {
 	S        *Session
 	Blocks   []*Block
-	Rendered []template.HTML
+	Rendered iter.Seq[template.HTML]
 	// Children are the subagent sessions the session started.
 	Children []Link
 	Pages    []PageLink
@@ -198,6 +200,13 @@ func (r *renderer) view() pageView {
 		}
 		sv.Fold = r.o.Fold == FoldAlways || r.o.Fold == FoldAuto && (turns > FoldTurns || bytes > FoldBytes)
 		sv.Open = !sv.Fold && turns <= r.o.OpenTurns
+		var childAt map[string]Link
+		if r.o.Children != nil {
+			var more []Link
+			childAt, more = children(s, r.o.Children(s.ID))
+			sv.Children = append(slices.Clip(sv.Children), more...)
+		}
+		sv.Rendered = r.blocks(sv, childAt)
 		v.Sessions = append(v.Sessions, sv)
 	}
 	v.Title = "dsh replay"
@@ -207,44 +216,94 @@ func (r *renderer) view() pageView {
 	return v
 }
 
-// renderBlocks renders a session's blocks, in parallel, in order.
-func (r *renderer) renderBlocks(sv *sessionView) error {
-	sv.Rendered = make([]template.HTML, len(sv.Blocks))
-	var childAt map[string]Link
-	if r.o.Children != nil {
-		var more []Link
-		childAt, more = children(sv.S, r.o.Children(sv.S.ID))
-		sv.Children = append(slices.Clip(sv.Children), more...)
-	}
-	workers := min(runtime.GOMAXPROCS(0), 8, len(sv.Blocks))
-	jobs := make(chan int)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for k := range workers {
-		rw := &renderer{p: r.p, o: r.o, s: sv.S, childAt: childAt}
+// blocks renders a session's blocks in parallel, each worker with its own
+// renderer and buffers, and yields them in order. At most a window of
+// blocks is rendered ahead of the one the page is writing.
+func (r *renderer) blocks(sv sessionView, childAt map[string]Link) iter.Seq[template.HTML] {
+	return func(yield func(template.HTML) bool) {
+		workers := min(runtime.GOMAXPROCS(0), 8, len(sv.Blocks))
+		type job struct {
+			i    int
+			done chan<- blockResult
+		}
+		jobs := make(chan job)
+		ahead := make(chan chan blockResult, 4*workers)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
 		wg.Go(func() {
-			z := newFolder()
-			var h, body hbuf
-			for i := range jobs {
-				if errs[k] == nil {
-					sv.Rendered[i], errs[k] = rw.block(&h, &body, z, sv, sv.Blocks[i])
+			defer close(jobs)
+			defer close(ahead)
+			for i := range sv.Blocks {
+				done := make(chan blockResult, 1)
+				select {
+				case ahead <- done:
+				case <-stop:
+					return
+				}
+				select {
+				case jobs <- job{i, done}:
+				case <-stop:
+					return
 				}
 			}
 		})
+		for range workers {
+			rw := &renderer{p: r.p, o: r.o, s: sv.S, childAt: childAt}
+			wg.Go(func() {
+				z := newFolder()
+				var h, body hbuf
+				for j := range jobs {
+					html, err := rw.block(&h, &body, z, &sv, sv.Blocks[j.i])
+					j.done <- blockResult{html, err}
+				}
+			})
+		}
+		defer func() {
+			close(stop)
+			for range ahead { // let the dispatcher see stop
+			}
+			wg.Wait()
+		}()
+		for done := range ahead {
+			res := <-done
+			if res.err != nil {
+				r.fail(res.err)
+				return
+			}
+			if !yield(res.html) {
+				return
+			}
+		}
 	}
-	for i := range sv.Blocks {
-		jobs <- i
+}
+
+// blockResult is a rendered block.
+type blockResult struct {
+	html template.HTML
+	err  error
+}
+
+// fail records the first block that could not be rendered.
+func (r *renderer) fail(err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.err == nil {
+		r.err = err
 	}
-	close(jobs)
-	wg.Wait()
-	return errors.Join(errs...)
+}
+
+func (r *renderer) blockErr() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
 }
 
 // blockView is what a folded block holds: its compressed body, and which
 // seqs (rows), messages, lines and steps and calls are in it, so that the
 // page's script knows which block to unfold for a link.
 type blockView struct {
-	Z, Seq, M, Line, IDs string
+	Z                 []byte
+	Seq, M, Line, IDs string
 }
 
 // block writes one block: whole, or folded — its summary, with its body

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -529,4 +530,60 @@ func bodies(t *testing.T, page string) []*html.Node {
 	}
 	walk(root)
 	return out
+}
+
+// longLog is a v4 session of n turns, each a prompt and an answer of some
+// length: long enough to fold, and to outgrow any writer's buffer.
+func longLog(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"type":"session","version":4,"id":"long","createdAt":1,"isSeeded":false,"delegationDepth":0}` + "\n")
+	seq := 0
+	ev := func(typ, data, extra string) {
+		fmt.Fprintf(&b, `{"type":%q,"seq":%d,"time":%d,"data":%s%s}`+"\n", typ, seq, 1000+seq, data, extra)
+		seq++
+	}
+	pad := strings.Repeat("text & <markup> ", 40)
+	for t := 1; t <= n; t++ {
+		ev("turn/start", fmt.Sprintf(`{"turn":%d}`, t), "")
+		ev("step/start", fmt.Sprintf(`{"turn":%d,"step":1}`, t), "")
+		ev("user/message", fmt.Sprintf(`{"role":"user","content":[{"type":"text","text":"prompt %d %s"}]}`, t, pad), `,"surfaceOp":"append"`)
+		ev("assistant/message", fmt.Sprintf(`{"turn":%d,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"answer %d %s"}]}}`, t, t, pad), `,"surfaceOp":"append"`)
+		ev("step/end", fmt.Sprintf(`{"turn":%d,"step":1}`, t), "")
+		ev("turn/end", fmt.Sprintf(`{"turn":%d,"reason":{"kind":"completed"}}`, t), "")
+	}
+	return b.String()
+}
+
+// failingWriter fails once it has taken n bytes.
+type failingWriter struct{ n int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if len(p) > w.n {
+		return 0, errBroken
+	}
+	w.n -= len(p)
+	return len(p), nil
+}
+
+// TestRenderStreams: a page is written as its blocks are rendered; a
+// writer that fails midway stops the rendering, its error returned and no
+// worker left behind (TestMain's leak check).
+func TestRenderStreams(t *testing.T) {
+	p, err := Build(strings.NewReader(longLog(500)), Options{Name: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var whole bytes.Buffer
+	if err := Render(&whole, p, RenderOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := checkInert(t, "long", whole.String())
+	if !d.ids["turn-500"] || !strings.Contains(whole.String(), "data-folded") {
+		t.Fatalf("the page of 500 turns lacks its last turn, or is not folded")
+	}
+	for _, at := range []int{0, 1 << 10, whole.Len() / 2, whole.Len() - 1} {
+		if err := Render(&failingWriter{n: at}, p, RenderOptions{}); !errors.Is(err, errBroken) {
+			t.Errorf("a writer failing at byte %d of %d: got %v", at, whole.Len(), err)
+		}
+	}
 }

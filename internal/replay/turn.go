@@ -48,7 +48,7 @@ func (r *renderer) holds(h *hbuf, v *blockView) {
 // element's text (a browser reads text far faster than a long attribute).
 func (r *renderer) foldedBody(h *hbuf, v *blockView) {
 	h.raw(`<div hidden class="z">`)
-	h.text(v.Z)
+	h.base64(v.Z)
 	h.raw(`</div><p class="note-line">Unfolding…</p>`)
 }
 
