@@ -67,6 +67,7 @@ func Build(r io.Reader, opts Options) (*Page, error) {
 		b.page.Tail = t.String()
 	}
 	b.finish()
+	b.page.rows.done()
 	return b.page, nil
 }
 
@@ -82,6 +83,8 @@ type builder struct {
 	// early are rows that name no session, read before any session: they
 	// go to the first session.
 	early []*Row
+	// rows are allocated rowSlab at a time.
+	rows  []Row
 	names map[string]string // see name
 }
 
@@ -196,12 +199,25 @@ func (b *builder) state(id string) *state {
 	return st
 }
 
-// again is the element id of a row whose seq an earlier row had (a
-// hostile log's repeat): seq-N~2, seq-N~3, …
-func (s *Session) again(name string) string {
+// again numbers a row whose seq an earlier row had (a hostile log's
+// repeat): 2, 3, … (its element id is seq-N~2, seq-N~3, …).
+func (s *Session) again(seq int64) int32 {
+	name := "seq-" + strconv.FormatInt(seq, 10)
 	n := max(s.ids[name], 1) + 1
 	s.ids[name] = n
-	return s.Prefix + name + "~" + strconv.Itoa(n)
+	return int32(n)
+}
+
+// rowID is a row's element id: seq-N for a row of events (seq-N~2, … for
+// a seq an earlier row had), line-N for a row without.
+func (s *Session) rowID(r *Row) string {
+	switch {
+	case r.Count == 0:
+		return s.Prefix + "line-" + strconv.Itoa(r.Line)
+	case r.again > 0:
+		return s.Prefix + "seq-" + strconv.FormatInt(r.Seq, 10) + "~" + strconv.Itoa(int(r.again))
+	}
+	return s.Prefix + "seq-" + strconv.FormatInt(r.Seq, 10)
 }
 
 // anchor returns a unique element id of the session for name: name itself
@@ -240,38 +256,70 @@ func (b *builder) sessionOf(r *sessionlog.Row, dec *sessionlog.Decoder) *state {
 	return b.last // nil before the first session: the row waits for it
 }
 
+// row folds one row of the input: the page's row for it, named in its
+// session; the row's events; then its place on the page — its turn, or
+// the stretch of rows between turns.
 func (b *builder) row(r *sessionlog.Row, dec *sessionlog.Decoder) {
-	row := &Row{Line: r.Line, Offset: r.Offset, Kind: r.Kind, Seq: -1, Message: -1}
 	st := b.sessionOf(r, dec)
+	row := b.newRow(r)
 	if st == nil {
+		// Read before any session: the first session takes it (its prefix
+		// is "", so the row's element id stands).
 		b.early = append(b.early, row)
-		st = &state{s: &Session{ids: map[string]int{}}} // names the row; its rows are not kept
+		st = &state{s: &Session{ids: map[string]int{}}}
 	} else {
 		b.last = st
 	}
-	s := st.s
-	if !b.opts.NoContent {
-		row.Bytes = slices.Clone(r.Bytes)
+	b.identify(st.s, row, r)
+	if r.Kind == sessionlog.RowHeader && r.Header != nil && r.Header.HasSeedLength {
+		st.cur.SetFork(r.Header.ParentSession, r.Header.SeedLength)
+	}
+	turn := b.events(st, row, r, dec)
+	if st == b.last {
+		b.place(st, row, turn, dec.Format())
+	}
+}
+
+// rowSlab is how many rows the builder allocates at a time.
+const rowSlab = 1024
+
+// newRow is the page's row for an input row: its line, kind, problems
+// and, with content, its bytes.
+func (b *builder) newRow(r *sessionlog.Row) *Row {
+	if len(b.rows) == 0 {
+		b.rows = make([]Row, rowSlab)
+	}
+	row := &b.rows[0]
+	b.rows = b.rows[1:]
+	row.Line, row.Kind, row.Seq, row.Message = r.Line, r.Kind, -1, -1
+	if !b.opts.NoContent && r.Bytes != nil {
+		row.raw, row.Size = b.page.rows.add(r.Bytes), len(r.Bytes)
 	}
 	for _, p := range r.Problems {
 		row.Problems = append(row.Problems, b.name(p.Code))
 	}
+	return row
+}
+
+// identify says what a row is: its first event (the seq that names it), a
+// session header, or a row without events (a notification, a line no
+// reader reads).
+func (b *builder) identify(s *Session, row *Row, r *sessionlog.Row) {
 	switch {
 	case len(r.Events) > 0:
 		e := &r.Events[0]
 		row.Seq, row.Count, row.Type, row.Time = e.Seq, len(r.Events), b.name(e.Type), e.Time
-		row.Anchor = s.Prefix + "seq-" + strconv.FormatInt(e.Seq, 10)
 		if s.rowOf.get(e.Seq) != nil {
-			row.Anchor = s.again("seq-" + strconv.FormatInt(e.Seq, 10))
+			row.again = s.again(e.Seq)
 		}
 	case r.Kind == sessionlog.RowHeader:
-		row.Type, row.Anchor = "session header", s.Prefix+"line-"+strconv.Itoa(r.Line)
+		row.Type = "session header"
 		if r.Header != nil {
 			row.Time = r.Header.CreatedAt
 			s.Header = ownHeader(r.Header)
 		}
 	default:
-		row.Type, row.Anchor = r.Kind.String(), s.Prefix+"line-"+strconv.Itoa(r.Line)
+		row.Type = r.Kind.String()
 		if r.Method != "" {
 			row.Type = b.name(r.Method)
 		}
@@ -279,9 +327,10 @@ func (b *builder) row(r *sessionlog.Row, dec *sessionlog.Decoder) {
 			b.subagentStarted(r)
 		}
 	}
-	if r.Kind == sessionlog.RowHeader && r.Header != nil && r.Header.HasSeedLength {
-		st.cur.SetFork(r.Header.ParentSession, r.Header.SeedLength)
-	}
+}
+
+// events folds a row's events and returns the turn of its first.
+func (b *builder) events(st *state, row *Row, r *sessionlog.Row, dec *sessionlog.Decoder) *Turn {
 	var header *sessionlog.Header
 	if r.Wrapper == sessionlog.WrapNone {
 		header = dec.Header()
@@ -295,15 +344,20 @@ func (b *builder) row(r *sessionlog.Row, dec *sessionlog.Decoder) {
 				row.Turn = t.Number
 			}
 		}
-		s.rowOf.add(r.Events[i].Seq, row)
+		st.s.rowOf.add(r.Events[i].Seq, row)
 	}
-	if b.last != st {
-		return
-	}
-	s.Format = dec.Format()
+	return turn
+}
+
+// place puts a row on the page: with its turn — a row without events
+// (a notification) with the turn open, if any — else in the stretch of
+// rows since the last turn.
+func (b *builder) place(st *state, row *Row, turn *Turn, f sessionlog.Format) {
+	s := st.s
+	s.Format = f
 	s.Rows = append(s.Rows, row)
-	if turn == nil && len(r.Events) == 0 {
-		turn = st.turn // a notification while a turn is open is shown with it
+	if turn == nil && row.Count == 0 {
+		turn = st.turn
 	}
 	if turn != nil {
 		turn.Rows = append(turn.Rows, row)

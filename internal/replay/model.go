@@ -17,6 +17,8 @@ type Page struct {
 	Sessions  []*Session
 	// Tail describes a torn tail the decoder left unread, if any.
 	Tail string
+	// rows keeps every row's bytes (none without content).
+	rows rawRows
 }
 
 // Session is one session of the input.
@@ -251,11 +253,15 @@ type Note struct {
 	CallID string
 }
 
-// Row is one physical row of the input.
+// Row is one physical row of the input. A long session has hundreds of
+// thousands: a row keeps what its line on the page says, its element id
+// and bytes are found from it (Session.rowID, rawRows).
 type Row struct {
-	Line   int
-	Offset int64
-	Kind   sessionlog.RowKind
+	Line int
+	Kind sessionlog.RowKind
+	// again numbers a row whose seq an earlier row had (a hostile log's
+	// repeat): its element id is seq-N~again; 0 for the first.
+	again int32
 	// Seq is the row's first event's seq and Count how many events it
 	// stands for (packed rows); Count 0: a row without events.
 	Seq   int64
@@ -264,9 +270,10 @@ type Row struct {
 	Time  int64
 	// Turn and Step say where the row belongs (0: outside any).
 	Turn, Step int64
-	Anchor     string
-	// Bytes are the row as read (nil without content).
-	Bytes []byte
+	// raw finds the row's bytes as read (none without content); Size is
+	// their length, 0 without content.
+	raw  rawRef
+	Size int
 	// Problems are the decoder's findings on the row.
 	Problems []string
 	// Message is the seq of the message the row's event projects (-1: none).

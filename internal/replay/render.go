@@ -138,6 +138,8 @@ type renderer struct {
 	// childAt are the subagent sessions of RenderOptions.Children placed at
 	// the calls that started them.
 	childAt map[string]Link
+	// raw reads the rows' bytes back (a worker's own).
+	raw rawReader
 
 	mu  sync.Mutex
 	err error // the first block that failed
@@ -195,7 +197,7 @@ func (r *renderer) view() pageView {
 				rows = b.Turn.Rows
 			}
 			for _, row := range rows {
-				bytes += len(row.Bytes)
+				bytes += row.Size
 			}
 		}
 		sv.Fold = r.o.Fold == FoldAlways || r.o.Fold == FoldAuto && (turns > FoldTurns || bytes > FoldBytes)
@@ -248,7 +250,7 @@ func (r *renderer) blocks(sv sessionView, childAt map[string]Link) iter.Seq[temp
 			}
 		})
 		for range workers {
-			rw := &renderer{p: r.p, o: r.o, s: sv.S, childAt: childAt}
+			rw := &renderer{p: r.p, o: r.o, s: sv.S, childAt: childAt, raw: rawReader{rows: &r.p.rows}}
 			wg.Go(func() {
 				z := newFolder()
 				var h, body hbuf
@@ -310,32 +312,39 @@ type blockView struct {
 // compressed. h and body are the worker's buffers, reused.
 func (r *renderer) block(h, body *hbuf, z *folder, sv *sessionView, b *Block) (template.HTML, error) {
 	h.Reset()
-	if !sv.Fold {
-		if b.Turn != nil {
-			r.turn(h, b.Turn, sv.Open, nil)
-		} else {
-			r.gap(h, b, nil)
+	var folded *blockView
+	if sv.Fold {
+		var err error
+		if folded, err = r.fold(body, z, b); err != nil {
+			return "", err
 		}
-		return h.done(), nil
 	}
+	if b.Turn != nil {
+		r.turn(h, b.Turn, sv.Open, folded)
+	} else {
+		r.gap(h, b, folded)
+	}
+	if r.raw.err != nil {
+		return "", r.raw.err
+	}
+	return h.done(), nil
+}
+
+// fold renders a block's body into body and folds it.
+func (r *renderer) fold(body *hbuf, z *folder, b *Block) (*blockView, error) {
 	body.Reset()
 	if b.Turn != nil {
 		r.turnBody(body, b.Turn)
 	} else {
-		rowsHTML(body, r.s, b.Rows)
+		r.rows(body, b.Rows)
 	}
 	v := &blockView{}
 	var err error
 	if v.Z, err = z.fold(body.Bytes()); err != nil {
-		return "", err
+		return nil, err
 	}
 	v.Seq, v.M, v.Line, v.IDs = holds(r.s, b)
-	if b.Turn != nil {
-		r.turn(h, b.Turn, false, v)
-	} else {
-		r.gap(h, b, v)
-	}
-	return h.done(), nil
+	return v, nil
 }
 
 // funcs are the template functions of the page's skeleton and of the
@@ -415,7 +424,7 @@ func resultParts(m *Msg) []Part {
 // subArgs and subResult read a dispatch sub-call's arguments and content
 // from its rows.
 func (r *renderer) subArgs(c *Call) string {
-	d := rowData(r.s.rowOf.get(c.CallSeq))
+	d := r.rowData(r.s.rowOf.get(c.CallSeq))
 	if d == nil || d.get("arguments") == nil {
 		return ""
 	}
@@ -423,7 +432,7 @@ func (r *renderer) subArgs(c *Call) string {
 }
 
 func (r *renderer) subResult(c *Call) []Part {
-	d := rowData(r.s.rowOf.get(c.ResultSeq))
+	d := r.rowData(r.s.rowOf.get(c.ResultSeq))
 	if d == nil || d.get("content") == nil {
 		return nil
 	}
@@ -432,12 +441,13 @@ func (r *renderer) subResult(c *Call) []Part {
 
 // rowData is the data object of a row's event, its wrapper removed (nil
 // without content).
-func rowData(row *Row) data {
-	if row == nil || row.Bytes == nil || row.Count != 1 {
+func (r *renderer) rowData(row *Row) data {
+	if row == nil || row.Count != 1 {
 		return nil
 	}
+	raw := r.raw.bytes(row.raw)
 	var v data
-	if !decodeJSON(row.Bytes, &v) {
+	if raw == nil || !decodeJSON(raw, &v) {
 		return nil
 	}
 	if p, ok := v.get("params", "event").(map[string]any); ok {

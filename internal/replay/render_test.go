@@ -309,8 +309,8 @@ func TestEveryRowTurnAndCallReachable(t *testing.T) {
 		d := parse(t, b.String())
 		for _, s := range p.Sessions {
 			for _, r := range s.Rows {
-				if !d.ids[r.Anchor] {
-					t.Errorf("%s: row at line %d (%s) has no element %q", path, r.Line, r.Type, r.Anchor)
+				if !d.ids[s.rowID(r)] {
+					t.Errorf("%s: row at line %d (%s) has no element %q", path, r.Line, r.Type, s.rowID(r))
 				}
 				for k := r.Seq; k < r.Seq+int64(r.Count); k++ {
 					if id := s.Prefix + "seq-" + strconv.FormatInt(k, 10); !d.ids[id] && s.rowOf.get(k) == r {
@@ -585,5 +585,52 @@ func TestRenderStreams(t *testing.T) {
 		if err := Render(&failingWriter{n: at}, p, RenderOptions{}); !errors.Is(err, errBroken) {
 			t.Errorf("a writer failing at byte %d of %d: got %v", at, whole.Len(), err)
 		}
+	}
+}
+
+// TestFindPage: for every turn, step, call and row element of the
+// repository's logs, the page FindPage names, rendered as a window,
+// holds that element.
+func TestFindPage(t *testing.T) {
+	found := 0
+	for _, path := range repoLogs(t) {
+		if filepath.Base(path) == "unsupported-version.jsonl" {
+			continue
+		}
+		p := buildFile(t, path, Options{})
+		var whole bytes.Buffer
+		if err := Render(&whole, p, RenderOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		s := p.Sessions[0]
+		for _, n := range []int{1, 2} {
+			pages := s.Pages(n)
+			windows := make([]dom, len(pages))
+			for i, pg := range pages {
+				var b bytes.Buffer
+				if err := Render(&b, p, RenderOptions{Window: &Window{From: pg[0], To: pg[1]}}); err != nil {
+					t.Fatal(err)
+				}
+				windows[i] = parse(t, b.String())
+			}
+			for id := range parse(t, whole.String()).ids {
+				rest, ok := cutPrefix(id, s.Prefix)
+				if !ok || !slices.ContainsFunc([]string{"turn-", "step-", "call-", "seq-", "line-"}, func(k string) bool { return strings.HasPrefix(rest, k) }) {
+					continue
+				}
+				i, ok := s.FindPage(n, id)
+				switch {
+				case !ok:
+					t.Errorf("%s, %d turns a page: no page holds %q", path, n, id)
+				case !windows[i].ids[id]:
+					t.Errorf("%s, %d turns a page: page %d, said to hold %q, does not", path, n, i+1, id)
+				default:
+					found++
+				}
+			}
+		}
+	}
+	if found < 1000 {
+		t.Errorf("only %d elements found", found)
 	}
 }

@@ -2,57 +2,79 @@ package replay
 
 import "strconv"
 
-// rowsHTML writes a list of log rows. A session has a row for every event
-// (a long one, hundreds of thousands), so the rows are written here rather
+// rows writes a list of log rows. A session has a row for every event (a
+// long one, hundreds of thousands), so the rows are written here rather
 // than by a template action per field; every value goes through
 // html/template's own escaper, and the markup is the page's own.
-func rowsHTML(b *hbuf, s *Session, rows []*Row) {
-	for _, r := range rows {
+func (r *renderer) rows(b *hbuf, rows []*Row) {
+	s := r.s
+	for _, row := range rows {
 		b.WriteString(`<div class="row" id="`)
-		b.text((r.Anchor))
+		b.rowID(s, row)
 		b.WriteString(`">`)
-		for k := r.Seq + 1; k < r.Seq+int64(r.Count); k++ {
-			if s.rowOf.get(k) == r {
+		for k := row.Seq + 1; k < row.Seq+int64(row.Count); k++ {
+			if s.rowOf.get(k) == row {
 				b.WriteString(`<span class="member" id="`)
-				b.text((s.Prefix + "seq-" + strconv.FormatInt(k, 10)))
+				b.text(s.Prefix)
+				b.WriteString("seq-")
+				b.int(k)
 				b.WriteString(`"></span>`)
 			}
 		}
 		b.WriteString(`<a class="sq" href="#`)
-		b.text((r.Anchor))
+		b.rowID(s, row)
 		b.WriteString(`">`)
-		b.text((rowSeq(r)))
+		b.text(rowSeq(row))
 		b.WriteString(`</a><span class="faint">`)
-		if r.Time != 0 {
-			b.WriteString(clock(r.Time))
+		if row.Time != 0 {
+			b.WriteString(clock(row.Time))
 		}
 		b.WriteString(`</span><span class="ty">`)
-		b.text((r.Type))
+		b.text(row.Type)
 		b.WriteString(`</span><span class="faint">`)
-		b.WriteString(rowPlace(r))
+		b.WriteString(rowPlace(row))
 		b.WriteString(`</span><span>`)
-		if home := s.homes[r.Message]; r.Message >= 0 && home != "" {
+		if home := s.homes[row.Message]; row.Message >= 0 && home != "" {
 			b.WriteString(`<a href="#`)
-			b.text((home))
+			b.text(home)
 			b.WriteString(`">message</a> `)
 		}
-		if r.Call != "" {
+		if row.Call != "" {
 			b.WriteString(`<a href="#`)
-			b.text((r.Call))
+			b.text(row.Call)
 			b.WriteString(`">call</a> `)
 		}
-		for _, p := range r.Problems {
+		for _, p := range row.Problems {
 			b.WriteString(`<span class="problem">`)
-			b.text((p))
+			b.text(p)
 			b.WriteString(`</span> `)
 		}
-		if r.Bytes != nil {
+		if raw := r.raw.bytes(row.raw); raw != nil {
 			b.WriteString(`<details class="raw"><summary>JSON · `)
-			b.WriteString(kb(len(r.Bytes)))
+			b.WriteString(kb(len(raw)))
 			b.WriteString(`</summary><pre>`)
-			b.bytes(r.Bytes)
+			b.bytes(raw)
 			b.WriteString(`</pre></details>`)
 		}
 		b.WriteString("</span></div>\n")
 	}
 }
+
+// rowID writes a row's element id (Session.rowID).
+func (h *hbuf) rowID(s *Session, r *Row) {
+	h.text(s.Prefix)
+	if r.Count == 0 {
+		h.WriteString("line-")
+		h.int(int64(r.Line))
+		return
+	}
+	h.WriteString("seq-")
+	h.int(r.Seq)
+	if r.again > 0 {
+		h.WriteByte('~')
+		h.int(int64(r.again))
+	}
+}
+
+// int writes a number.
+func (h *hbuf) int(n int64) { h.Write(strconv.AppendInt(h.AvailableBuffer(), n, 10)) }

@@ -143,7 +143,7 @@ func (r *renderer) turnBody(h *hbuf, t *Turn) {
 	h.raw("<details class=\"rows\"><summary>Log rows of the turn (")
 	h.raw(strconv.Itoa(len(t.Rows)))
 	h.raw(")</summary>\n")
-	rowsHTML(h, r.s, t.Rows)
+	r.rows(h, t.Rows)
 	h.raw("</details>\n")
 }
 
@@ -162,7 +162,7 @@ func (r *renderer) gap(h *hbuf, b *Block, folded *blockView) {
 	}
 	h.raw("</summary>\n<div class=\"turn-body\">")
 	if folded == nil {
-		rowsHTML(h, r.s, b.Rows)
+		r.rows(h, b.Rows)
 	} else {
 		r.foldedBody(h, folded)
 	}
