@@ -176,7 +176,7 @@ func (b *builder) state(id string) *state {
 	}
 	id = strings.Clone(id) // a view into the row, whose memory the decoder reuses
 	s := &Session{ID: id, messages: map[int64]Msg{}, homes: map[int64]string{},
-		cites: map[int64][]int64{}, callAt: map[string]string{}, ids: map[string]int{},
+		cites: map[int64][]Range{}, callAt: map[string]string{}, ids: map[string]int{},
 		Agent: b.opts.AgentName}
 	if n := len(b.order); n > 0 {
 		s.Prefix = "s" + strconv.Itoa(n+1) + "."
@@ -389,7 +389,10 @@ func (b *builder) event(st *state, e *sessionlog.Event, f sessionlog.Format, hea
 	}
 	b.eng.Ingest(turnengine.Input{SessionID: s.ID, Event: e, Format: f, Header: header}, b.now)
 	if len(e.Sources) > 0 {
-		s.cites[e.Seq] = slices.Clone(e.Sources)
+		if _, ok := s.cites[e.Seq]; !ok {
+			s.citers = append(s.citers, e.Seq)
+		}
+		s.cites[e.Seq] = ranges(e.Sources)
 	}
 
 	var t *Turn
@@ -763,6 +766,7 @@ func (b *builder) finish() {
 	}
 	for _, st := range b.order {
 		s := st.s
+		slices.Sort(s.citers)
 		if h := s.Header; h != nil {
 			if h.AgentPreset != "" {
 				s.Agent = h.AgentPreset

@@ -56,8 +56,10 @@ type Session struct {
 	// says where on the page each is shown in full (an element id).
 	messages map[int64]Msg
 	homes    map[int64]string
-	// cites are the sourceEventSeqs of each event that has them.
-	cites map[int64][]int64
+	// cites are the sourceEventSeqs of each event that has them, as
+	// ranges; citers those events' seqs, in order (Build's end sorts them).
+	cites  map[int64][]Range
+	citers []int64
 	// rowOf finds the row holding each seq.
 	rowOf seqIndex
 	// callAt finds a call's element id by call id (the first call of that id).

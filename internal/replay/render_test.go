@@ -420,6 +420,8 @@ func TestSources(t *testing.T) {
 {"type":"todo/write","seq":6,"time":1,"data":{"todos":[]},"sourceEventSeqs":[5,8]}
 {"type":"todo/write","seq":7,"time":1,"data":{"todos":[]}}
 {"type":"todo/write","seq":8,"time":1,"data":{"todos":[]},"sourceEventSeqs":[7]}
+{"type":"todo/write","seq":9,"time":1,"data":{"todos":[]},"sourceEventSeqs":[9,3,3]}
+{"type":"todo/write","seq":10,"time":1,"data":{"todos":[]},"sourceEventSeqs":[9]}
 `
 	p, err := Build(strings.NewReader(log), Options{Name: "sources"})
 	if err != nil {
@@ -429,7 +431,7 @@ func TestSources(t *testing.T) {
 	for _, tt := range []struct {
 		seq         int64
 		direct, all string
-	}{{6, "5, 8", "1, 3–5, 8"}, {5, "3–4", "1, 3–4"}, {8, "7", "7"}, {2, "", ""}} {
+	}{{6, "5, 8", "1, 3–5, 8"}, {5, "3–4", "1, 3–4"}, {8, "7", "7"}, {2, "", ""}, {9, "3, 9", "1, 3, 9"}, {10, "9", "1, 3, 9"}} {
 		d, a := s.Sources(tt.seq)
 		if rangesText(d) != tt.direct || rangesText(a) != tt.all {
 			t.Errorf("seq %d: sources %q, transitively %q; want %q, %q", tt.seq, rangesText(d), rangesText(a), tt.direct, tt.all)
