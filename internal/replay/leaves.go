@@ -64,7 +64,7 @@ func (r *renderer) parts(h *hbuf, parts []Part) {
 			h.raw(` <span class="faint">`)
 			h.text(p.ID)
 			h.raw(`</span> <span class="args">`)
-			h.text(cut(oneLine(p.Args), 200))
+			h.text(cutLine(p.Args, 200))
 			h.raw(`</span></div>`)
 		case "tool-result":
 			h.raw(`<div class="tc">← result of `)

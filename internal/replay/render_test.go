@@ -54,7 +54,7 @@ var policyAttr = regexp.MustCompile(`content="default-src [^"]*"`)
 
 // goldenLogs are the logs whose pages are pinned: every dialect of the
 // repository and the seed sample.
-func goldenLogs(t *testing.T) []string {
+func goldenLogs(t testing.TB) []string {
 	t.Helper()
 	logs, err := filepath.Glob(filepath.Join("..", "..", "testdata", "dialects", "*.jsonl"))
 	if err != nil || len(logs) == 0 {
