@@ -45,8 +45,6 @@ func (h *hbuf) link(id, label string) {
 	h.raw(`</a>`)
 }
 
-func (h *hbuf) done() template.HTML { return template.HTML(h.String()) }
-
 func (r *renderer) parts(h *hbuf, parts []Part) {
 	for _, p := range parts {
 		switch p.Type {

@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"html/template"
 	"io"
-	"iter"
 	"runtime"
 	"slices"
 	"strings"
@@ -105,10 +104,10 @@ type PageLink struct {
 	Label, URL string
 }
 
-// Render writes the page as one self-contained HTML document. The blocks
-// of a session (its turns and the rows between them) are rendered in
-// parallel and written in order as they are done: the page is streamed to
-// w, never held whole.
+// Render writes the page as one self-contained HTML document, streamed to
+// w: the skeleton's templates around each session's blocks (its turns and
+// the rows between them), which are rendered in parallel and written in
+// order as they are done. The page is never held whole.
 func Render(w io.Writer, p *Page, o RenderOptions) error {
 	if o.OpenTurns <= 0 {
 		o.OpenTurns = 40
@@ -120,10 +119,22 @@ func Render(w io.Writer, p *Page, o RenderOptions) error {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
-	if err := t.ExecuteTemplate(bw, "page", v); err != nil {
+	if err := t.ExecuteTemplate(bw, "page-head", v); err != nil {
 		return err
 	}
-	if err := r.blockErr(); err != nil {
+	for i := range v.Sessions {
+		sv := &v.Sessions[i]
+		if err := t.ExecuteTemplate(bw, "session-head", sv); err != nil {
+			return err
+		}
+		if err := r.blocks(bw, sv); err != nil {
+			return err
+		}
+		if err := t.ExecuteTemplate(bw, "session-tail", sv); err != nil {
+			return err
+		}
+	}
+	if err := t.ExecuteTemplate(bw, "page-tail", v); err != nil {
 		return err
 	}
 	return bw.Flush()
@@ -140,9 +151,6 @@ type renderer struct {
 	childAt map[string]Link
 	// raw reads the rows' bytes back (a worker's own).
 	raw rawReader
-
-	mu  sync.Mutex
-	err error // the first block that failed
 }
 
 // templates is a clone of the templates whose functions answer for
@@ -168,11 +176,12 @@ type pageView struct {
 }
 
 // sessionView is one session's section: its blocks (all, or a window's)
-// and their HTML, rendered as the page is written.
+// and how they are written.
 type sessionView struct {
-	S        *Session
-	Blocks   []*Block
-	Rendered iter.Seq[template.HTML]
+	S      *Session
+	Blocks []*Block
+	// childAt places the subagents the options know of at their calls.
+	childAt map[string]Link
 	// Children are the subagent sessions the session started.
 	Children []Link
 	Pages    []PageLink
@@ -202,13 +211,11 @@ func (r *renderer) view() pageView {
 		}
 		sv.Fold = r.o.Fold == FoldAlways || r.o.Fold == FoldAuto && (turns > FoldTurns || bytes > FoldBytes)
 		sv.Open = !sv.Fold && turns <= r.o.OpenTurns
-		var childAt map[string]Link
 		if r.o.Children != nil {
 			var more []Link
-			childAt, more = children(s, r.o.Children(s.ID))
+			sv.childAt, more = children(s, r.o.Children(s.ID))
 			sv.Children = append(slices.Clip(sv.Children), more...)
 		}
-		sv.Rendered = r.blocks(sv, childAt)
 		v.Sessions = append(v.Sessions, sv)
 	}
 	v.Title = "dsh replay"
@@ -218,86 +225,72 @@ func (r *renderer) view() pageView {
 	return v
 }
 
-// blocks renders a session's blocks in parallel, each worker with its own
-// renderer and buffers, and yields them in order. At most a window of
-// blocks is rendered ahead of the one the page is writing.
-func (r *renderer) blocks(sv sessionView, childAt map[string]Link) iter.Seq[template.HTML] {
-	return func(yield func(template.HTML) bool) {
-		workers := min(runtime.GOMAXPROCS(0), 8, len(sv.Blocks))
-		type job struct {
-			i    int
-			done chan<- blockResult
+// blocks writes a session's blocks, each on its line. Workers render them
+// in parallel, each with its own renderer and buffers; they are written in
+// order as they are done, at most a window of them rendered ahead.
+func (r *renderer) blocks(w io.Writer, sv *sessionView) error {
+	workers := min(runtime.GOMAXPROCS(0), 8, len(sv.Blocks))
+	type job struct {
+		b    *Block
+		done chan<- blockResult
+	}
+	jobs := make(chan job)
+	ahead := make(chan chan blockResult, 4*workers)
+	stop := make(chan struct{})
+	bufs := sync.Pool{New: func() any { return new(hbuf) }}
+	var wg sync.WaitGroup
+	defer func() {
+		close(stop)
+		for range ahead { // until the dispatcher sees stop
 		}
-		jobs := make(chan job)
-		ahead := make(chan chan blockResult, 4*workers)
-		stop := make(chan struct{})
-		var wg sync.WaitGroup
+		wg.Wait()
+	}()
+	wg.Go(func() {
+		defer close(jobs)
+		defer close(ahead)
+		for _, b := range sv.Blocks {
+			done := make(chan blockResult, 1)
+			select {
+			case <-stop:
+				return
+			case ahead <- done:
+			}
+			select {
+			case <-stop:
+				return
+			case jobs <- job{b, done}:
+			}
+		}
+	})
+	for range workers {
+		rw := &renderer{p: r.p, o: r.o, s: sv.S, childAt: sv.childAt, raw: rawReader{rows: &r.p.rows}}
 		wg.Go(func() {
-			defer close(jobs)
-			defer close(ahead)
-			for i := range sv.Blocks {
-				done := make(chan blockResult, 1)
-				select {
-				case ahead <- done:
-				case <-stop:
-					return
-				}
-				select {
-				case jobs <- job{i, done}:
-				case <-stop:
-					return
-				}
+			z := newFolder()
+			var body hbuf
+			for j := range jobs {
+				h := bufs.Get().(*hbuf)
+				j.done <- blockResult{h, rw.block(h, &body, z, sv, j.b)}
 			}
 		})
-		for range workers {
-			rw := &renderer{p: r.p, o: r.o, s: sv.S, childAt: childAt, raw: rawReader{rows: &r.p.rows}}
-			wg.Go(func() {
-				z := newFolder()
-				var h, body hbuf
-				for j := range jobs {
-					html, err := rw.block(&h, &body, z, &sv, sv.Blocks[j.i])
-					j.done <- blockResult{html, err}
-				}
-			})
-		}
-		defer func() {
-			close(stop)
-			for range ahead { // let the dispatcher see stop
-			}
-			wg.Wait()
-		}()
-		for done := range ahead {
-			res := <-done
-			if res.err != nil {
-				r.fail(res.err)
-				return
-			}
-			if !yield(res.html) {
-				return
-			}
-		}
 	}
+	for done := range ahead {
+		res := <-done
+		if res.err != nil {
+			return res.err
+		}
+		res.h.WriteByte('\n')
+		if _, err := w.Write(res.h.Bytes()); err != nil {
+			return err
+		}
+		bufs.Put(res.h)
+	}
+	return nil
 }
 
 // blockResult is a rendered block.
 type blockResult struct {
-	html template.HTML
-	err  error
-}
-
-// fail records the first block that could not be rendered.
-func (r *renderer) fail(err error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.err == nil {
-		r.err = err
-	}
-}
-
-func (r *renderer) blockErr() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.err
+	h   *hbuf
+	err error
 }
 
 // blockView is what a folded block holds: its compressed body, and which
@@ -308,15 +301,16 @@ type blockView struct {
 	Seq, M, Line, IDs string
 }
 
-// block writes one block: whole, or folded — its summary, with its body
-// compressed. h and body are the worker's buffers, reused.
-func (r *renderer) block(h, body *hbuf, z *folder, sv *sessionView, b *Block) (template.HTML, error) {
+// block writes one block into h: whole, or folded — its summary, with its
+// body (rendered into body) compressed by z. body and z are the worker's,
+// reused.
+func (r *renderer) block(h, body *hbuf, z *folder, sv *sessionView, b *Block) error {
 	h.Reset()
 	var folded *blockView
 	if sv.Fold {
 		var err error
 		if folded, err = r.fold(body, z, b); err != nil {
-			return "", err
+			return err
 		}
 	}
 	if b.Turn != nil {
@@ -324,10 +318,7 @@ func (r *renderer) block(h, body *hbuf, z *folder, sv *sessionView, b *Block) (t
 	} else {
 		r.gap(h, b, folded)
 	}
-	if r.raw.err != nil {
-		return "", r.raw.err
-	}
-	return h.done(), nil
+	return r.raw.err
 }
 
 // fold renders a block's body into body and folds it.
