@@ -231,7 +231,7 @@ func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 // cutLine is cut(oneLine(s), n), folding no more of s than the cut keeps:
 // an excerpt of a long text reads its start only.
 func cutLine(s string, n int) string {
-	var b []byte
+	b := make([]byte, 0, min(len(s), n+16))
 	runes := 0
 	space := false // a space is owed before the next word
 	for i := 0; i < len(s); {

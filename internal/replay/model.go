@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"slices"
+
 	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/sessionlog"
@@ -320,8 +322,10 @@ func (x *seqIndex) add(seq int64, row *Row) {
 		}
 		return
 	}
-	if need := i + 1 - int64(len(x.rows)); need > 0 {
-		x.rows = append(x.rows, make([]*Row, need)...)
+	if n := int(i) + 1; n > len(x.rows) {
+		old := len(x.rows)
+		x.rows = slices.Grow(x.rows, n-old)[:n]
+		clear(x.rows[old:])
 	}
 	if x.rows[i] == nil {
 		x.rows[i] = row

@@ -149,8 +149,10 @@ type renderer struct {
 	// childAt are the subagent sessions of RenderOptions.Children placed at
 	// the calls that started them.
 	childAt map[string]Link
-	// raw reads the rows' bytes back (a worker's own).
-	raw rawReader
+	// raw reads the rows' bytes back (a worker's own); seqs is its
+	// scratch list (fold.go).
+	raw  rawReader
+	seqs []int64
 }
 
 // templates is a clone of the templates whose functions answer for
@@ -293,23 +295,21 @@ type blockResult struct {
 	err error
 }
 
-// blockView is what a folded block holds: its compressed body, and which
-// seqs (rows), messages, lines and steps and calls are in it, so that the
-// page's script knows which block to unfold for a link.
-type blockView struct {
-	Z                 []byte
-	Seq, M, Line, IDs string
-}
-
 // block writes one block into h: whole, or folded — its summary, with its
 // body (rendered into body) compressed by z. body and z are the worker's,
 // reused.
 func (r *renderer) block(h, body *hbuf, z *folder, sv *sessionView, b *Block) error {
 	h.Reset()
-	var folded *blockView
+	var folded []byte
 	if sv.Fold {
+		body.Reset()
+		if b.Turn != nil {
+			r.turnBody(body, b.Turn)
+		} else {
+			r.rows(body, b.Rows)
+		}
 		var err error
-		if folded, err = r.fold(body, z, b); err != nil {
+		if folded, err = z.fold(body.Bytes()); err != nil {
 			return err
 		}
 	}
@@ -319,23 +319,6 @@ func (r *renderer) block(h, body *hbuf, z *folder, sv *sessionView, b *Block) er
 		r.gap(h, b, folded)
 	}
 	return r.raw.err
-}
-
-// fold renders a block's body into body and folds it.
-func (r *renderer) fold(body *hbuf, z *folder, b *Block) (*blockView, error) {
-	body.Reset()
-	if b.Turn != nil {
-		r.turnBody(body, b.Turn)
-	} else {
-		r.rows(body, b.Rows)
-	}
-	v := &blockView{}
-	var err error
-	if v.Z, err = z.fold(body.Bytes()); err != nil {
-		return nil, err
-	}
-	v.Seq, v.M, v.Line, v.IDs = holds(r.s, b)
-	return v, nil
 }
 
 // funcs are the template functions of the page's skeleton and of the

@@ -636,3 +636,10 @@ func TestFindPage(t *testing.T) {
 		t.Errorf("only %d elements found", found)
 	}
 }
+
+// rangeList writes numbers as the page's data attributes do.
+func rangeList(ns []int64) string {
+	var h hbuf
+	writeRanges(&h, ns)
+	return h.String()
+}

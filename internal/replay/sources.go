@@ -25,8 +25,11 @@ func ranges(seqs []int64) []Range {
 	if len(seqs) == 0 {
 		return nil
 	}
-	s := slices.Clone(seqs)
-	slices.Sort(s)
+	s := seqs
+	if !slices.IsSorted(s) {
+		s = slices.Clone(seqs)
+		slices.Sort(s)
+	}
 	out := []Range{{s[0], s[0]}}
 	for _, q := range s[1:] {
 		last := &out[len(out)-1]

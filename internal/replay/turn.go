@@ -10,16 +10,16 @@ import (
 // millions of values to write, and a template action costs a reflective
 // call each. Every value goes through html/template's escaper (hbuf.text).
 
-// turn writes a turn: its summary line and, unless folded (body nil), its
-// body.
-func (r *renderer) turn(h *hbuf, t *Turn, open bool, folded *blockView) {
+// turn writes a turn: its summary line and its body — or, folded, the
+// body compressed (nil: not folded).
+func (r *renderer) turn(h *hbuf, t *Turn, open bool, folded []byte) {
 	h.raw(`<details class="turn" id="`)
 	h.text(t.Anchor)
 	h.raw(`" data-reason="`)
 	h.text(t.Reason.Kind)
 	h.raw(`"`)
 	if folded != nil {
-		r.holds(h, folded)
+		r.holds(h, t.Rows, t)
 	} else if open {
 		h.raw(` open`)
 	}
@@ -34,21 +34,11 @@ func (r *renderer) turn(h *hbuf, t *Turn, open bool, folded *blockView) {
 	h.raw("</div>\n</details>")
 }
 
-// holds writes a folded block's attributes: what it holds (fold.go).
-func (r *renderer) holds(h *hbuf, v *blockView) {
-	h.raw(` data-folded`)
-	for _, a := range [...][2]string{{"data-seq", v.Seq}, {"data-m", v.M}, {"data-line", v.Line}, {"data-ids", v.IDs}} {
-		h.raw(` ` + a[0] + `="`)
-		h.text(a[1])
-		h.raw(`"`)
-	}
-}
-
 // foldedBody writes a folded block's body: compressed, in a hidden
 // element's text (a browser reads text far faster than a long attribute).
-func (r *renderer) foldedBody(h *hbuf, v *blockView) {
+func (r *renderer) foldedBody(h *hbuf, z []byte) {
 	h.raw(`<div hidden class="z">`)
-	h.base64(v.Z)
+	h.base64(z)
 	h.raw(`</div><p class="note-line">Unfolding…</p>`)
 }
 
@@ -148,10 +138,10 @@ func (r *renderer) turnBody(h *hbuf, t *Turn) {
 }
 
 // gap writes the rows between turns.
-func (r *renderer) gap(h *hbuf, b *Block, folded *blockView) {
+func (r *renderer) gap(h *hbuf, b *Block, folded []byte) {
 	h.raw(`<div class="gap"><details class="rows"`)
 	if folded != nil {
-		r.holds(h, folded)
+		r.holds(h, b.Rows, nil)
 	}
 	h.raw(`><summary>`)
 	h.text(plural(len(b.Rows), "row"))
