@@ -9,11 +9,10 @@ import (
 // The templates write the page; the pieces a session repeats by the
 // thousand — message parts, references to messages, notes, source ranges
 // (and log rows, rows.go) — are written here, where a template would spend
-// a reflective call per value. Every value goes through html/template's
-// own escaper (esc); attributes are always quoted; links only point into
-// the page ("#" and an element id).
-
-var esc = template.HTMLEscapeString
+// a reflective call per value. Every value is escaped as html/template's
+// escaper escapes text (hbuf.text; FuzzEscape holds the two equal);
+// attributes are always quoted; links only point into the page ("#" and
+// an element id).
 
 // hbuf builds a piece of the page.
 type hbuf struct{ bytes.Buffer }
@@ -21,20 +20,46 @@ type hbuf struct{ bytes.Buffer }
 // raw writes markup of the page's own.
 func (h *hbuf) raw(s string) { h.WriteString(s) }
 
+// escapes are the bytes html/template's text escaper replaces, and what
+// with (NUL, which it must not pass, by U+FFFD).
+var escapes = [256]string{'<': "&lt;", '>': "&gt;", '&': "&amp;", '"': "&#34;", '\'': "&#39;", 0: "\uFFFD"}
+
 // text writes a value, escaped (in text and in quoted attributes alike).
+// A log row is mostly quotes and short runs between them, so the value is
+// escaped a byte at a time into the buffer's free space rather than
+// written a run at a time.
 func (h *hbuf) text(s string) {
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '<', '>', '&', '"', '\'', 0:
-			h.WriteString(esc(s))
-			return
+	i := 0
+	for i < len(s) && escapes[s[i]] == "" {
+		i++
+	}
+	if i == len(s) {
+		h.WriteString(s)
+		return
+	}
+	out := append(h.AvailableBuffer(), s[:i]...)
+	for ; i < len(s); i++ {
+		if e := escapes[s[i]]; e != "" {
+			out = append(out, e...)
+		} else {
+			out = append(out, s[i])
 		}
 	}
-	h.WriteString(s)
+	h.Write(out)
 }
 
 // bytes writes a value given as bytes, escaped.
-func (h *hbuf) bytes(b []byte) { template.HTMLEscape(h, b) }
+func (h *hbuf) bytes(b []byte) {
+	out := h.AvailableBuffer()
+	for _, c := range b {
+		if e := escapes[c]; e != "" {
+			out = append(out, e...)
+		} else {
+			out = append(out, c)
+		}
+	}
+	h.Write(out)
+}
 
 // link writes a link to element id with an escaped label.
 func (h *hbuf) link(id, label string) {
@@ -190,7 +215,7 @@ func (r *renderer) sources(h *hbuf, seq int64) {
 }
 
 func (r *renderer) ranges(h *hbuf, rs []Range) {
-	p := esc(r.s.Prefix)
+	p := template.HTMLEscapeString(r.s.Prefix)
 	for i, x := range rs {
 		if i > 0 {
 			h.raw(", ")

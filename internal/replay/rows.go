@@ -1,6 +1,9 @@
 package replay
 
-import "strconv"
+import (
+	"strconv"
+	"time"
+)
 
 // rows writes a list of log rows. A session has a row for every event (a
 // long one, hundreds of thousands), so the rows are written here rather
@@ -24,15 +27,15 @@ func (r *renderer) rows(b *hbuf, rows []*Row) {
 		b.WriteString(`<a class="sq" href="#`)
 		b.rowID(s, row)
 		b.WriteString(`">`)
-		b.text(rowSeq(row))
+		b.rowSeq(row)
 		b.WriteString(`</a><span class="faint">`)
 		if row.Time != 0 {
-			b.WriteString(clock(row.Time))
+			b.Write(time.UnixMilli(row.Time).UTC().AppendFormat(b.AvailableBuffer(), clockLayout))
 		}
 		b.WriteString(`</span><span class="ty">`)
 		b.text(row.Type)
 		b.WriteString(`</span><span class="faint">`)
-		b.WriteString(rowPlace(row))
+		b.rowPlace(row)
 		b.WriteString(`</span><span>`)
 		if home := s.homes[row.Message]; row.Message >= 0 && home != "" {
 			b.WriteString(`<a href="#`)
@@ -78,3 +81,29 @@ func (h *hbuf) rowID(s *Session, r *Row) {
 
 // int writes a number.
 func (h *hbuf) int(n int64) { h.Write(strconv.AppendInt(h.AvailableBuffer(), n, 10)) }
+
+// rowSeq labels a row by its seqs, or its line when it has none.
+func (h *hbuf) rowSeq(r *Row) {
+	if r.Count == 0 {
+		h.WriteString("line ")
+		h.int(int64(r.Line))
+		return
+	}
+	h.int(r.Seq)
+	if r.Count > 1 {
+		h.WriteString("–")
+		h.int(r.Seq + int64(r.Count) - 1)
+	}
+}
+
+// rowPlace writes where a row belongs: turn.step, or the turn.
+func (h *hbuf) rowPlace(r *Row) {
+	if r.Turn == 0 {
+		return
+	}
+	h.int(r.Turn)
+	if r.Step != 0 {
+		h.WriteByte('.')
+		h.int(r.Step)
+	}
+}

@@ -148,7 +148,7 @@ func (r *renderer) gap(h *hbuf, b *Block, folded []byte) {
 	h.raw(" outside any turn")
 	if len(b.Rows) > 0 {
 		h.raw(", from ")
-		h.text(rowSeq(b.Rows[0]))
+		h.rowSeq(b.Rows[0])
 	}
 	h.raw("</summary>\n<div class=\"turn-body\">")
 	if folded == nil {
