@@ -16,6 +16,9 @@ type data map[string]any
 // eventData decodes the data of an event's logical envelope (its wrapper
 // removed); nil when it has none.
 func eventData(e *sessionlog.Event) data {
+	if d, ok := scanData(string(e.LogicalJSON())); ok {
+		return data(d)
+	}
 	var env struct {
 		Data data `json:"data"`
 	}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"encoding/json"
 	"strings"
 	"unicode/utf8"
 )
@@ -483,4 +484,71 @@ func (sc *scanner) lightContent(inner *bool, first, text *string) bool {
 		}
 		return ok
 	})
+}
+
+// scanData reads an event's data object as eventData does (a value with
+// anything after it, as a json.Decoder reads its first value); ok is false
+// when the scanner leaves it to encoding/json.
+func scanData(envelope string) (d data, ok bool) {
+	sc := newScanner(envelope)
+	seen := false
+	sc.each('{', '}', func(key string) bool {
+		if key != "data" {
+			if foreign(key, "data") {
+				return sc.fail()
+			}
+			_, ok := sc.skip()
+			return ok
+		}
+		if seen {
+			return sc.fail() // encoding/json would merge the two objects
+		}
+		seen = true
+		if sc.peek() == 'n' {
+			return sc.literal("null")
+		}
+		if sc.peek() != '{' {
+			return sc.fail()
+		}
+		v, ok := sc.value()
+		d, _ = v.(map[string]any)
+		return ok
+	})
+	return d, sc.ok
+}
+
+// value reads any value as encoding/json decodes it into an interface
+// (numbers as json.Number).
+func (sc *scanner) value() (any, bool) {
+	switch sc.peek() {
+	case '{':
+		m := map[string]any{}
+		ok := sc.each('{', '}', func(key string) bool {
+			v, ok := sc.value()
+			m[key] = v
+			return ok
+		})
+		return m, ok
+	case '[':
+		l := []any{}
+		ok := sc.each('[', ']', func(string) bool {
+			v, ok := sc.value()
+			l = append(l, v)
+			return ok
+		})
+		return l, ok
+	case '"':
+		return sc.str()
+	case 't':
+		return true, sc.literal("true")
+	case 'f':
+		return false, sc.literal("false")
+	case 'n':
+		return nil, sc.literal("null")
+	}
+	start := sc.i
+	if !sc.number() {
+		return nil, false
+	}
+	return json.Number(sc.s[start:sc.i]), true
 }

@@ -2,8 +2,10 @@ package replay
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
@@ -32,12 +34,14 @@ var scanSeeds = []string{
 	"[{\"type\":\"text\",\"text\":\"tab\tinside\"}]", `[{"type":"text","text":"\ud800 lone"}]`, `[{"type":"k","name":"\u212a"}]`,
 	`[{"typе":"text","text":"cyrillic key"}]`, `[{"type":"x","n":01}]`, `[{"type":"x","n":1.}]`, `[{"type":"x","n":-}]`, `[{"type":"x","n":1e}]`,
 	" lead  and\ttrail \n", "a\u00a0b\u0085c\u2028d", "\xff\xfe word \xff", "ünïcödé wörds here", "",
+	`{"type":"x","data":{"a":1,"b":[1,"x",null,true,{"c":2.5e3}],"a":2,"e":[]}}`, `{"data":null}`, `{"data":5}`, `{"DATA":{}}`,
+	`{"data":{}} trailing`, `{"data":{"k":"\u00e9"}} {"x"`, `{"data":{"a":1},"data":{"b":2}}`, `{"seq":1,"data":{"n":-0.5E+2}}`,
 	`[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]`,
 }
 
 // FuzzParts holds the content scanner to encoding/json: whatever content
-// the scanner reads — as blocks, as Excerpt's first look, as a string —
-// it reads as encoding/json does.
+// the scanner reads — as blocks, as Excerpt's first look, as an event's
+// data, as a string — it reads as encoding/json does.
 func FuzzParts(f *testing.F) {
 	for _, s := range scanSeeds {
 		f.Add(s)
@@ -56,6 +60,14 @@ func FuzzParts(f *testing.F) {
 				t.Errorf("Excerpt's look at %q: scanned %q %v, decoded %q %v", content, text, matched, wantText, wantMatched)
 			}
 		}
+		if d, ok := scanData(content); ok {
+			var env struct {
+				Data data `json:"data"`
+			}
+			if !decodeJSON([]byte(content), &env) || !reflect.DeepEqual(d, env.Data) {
+				t.Errorf("data of %q: scanned %#v, decoded %#v", content, d, env.Data)
+			}
+		}
 		for _, n := range []int{0, 1, 5, 40} {
 			if got, want := cutLine(content, n), cut(oneLine(content), n); got != want {
 				t.Errorf("cutLine(%q, %d) = %q, want %q", content, n, got, want)
@@ -71,9 +83,17 @@ func FuzzParts(f *testing.F) {
 	})
 }
 
-// seedContents adds every message content of a log's page.
+// seedContents adds every row of a log, and every message content of its
+// page.
 func seedContents(f *testing.F, path string) {
 	f.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, row := range strings.Split(string(b), "\n") {
+		f.Add(row)
+	}
 	for _, s := range buildFile(f, path, Options{}).Sessions {
 		for _, m := range s.messages {
 			f.Add(m.Content)
