@@ -175,7 +175,7 @@ func (b *builder) state(id string) *state {
 		return st
 	}
 	id = strings.Clone(id) // a view into the row, whose memory the decoder reuses
-	s := &Session{ID: id, messages: map[int64]Msg{}, homes: map[int64]string{},
+	s := &Session{ID: id,
 		cites: map[int64][]Range{}, callAt: map[string]string{}, ids: map[string]int{},
 		Agent: b.opts.AgentName}
 	if n := len(b.order); n > 0 {
@@ -384,7 +384,7 @@ func (b *builder) event(st *state, e *sessionlog.Event, f sessionlog.Format, hea
 	m := e.TurnModel(f)
 	pl := st.cur.Advance(&m)
 	b.snapshot(st, e)
-	if b.fold(st, e, f) {
+	if b.fold(st, e, f, row) {
 		row.Message = e.Seq
 	}
 	b.eng.Ingest(turnengine.Input{SessionID: s.ID, Event: e, Format: f, Header: header}, b.now)
@@ -479,7 +479,11 @@ func (b *builder) snapshot(st *state, e *sessionlog.Event) {
 	n := len(st.hist)
 	p.Context = &Context{Base: st.base, Carried: keep, Len: n, Messages: make([]Msg, 0, n-keep)}
 	for _, m := range st.hist[keep:] {
-		p.Context.Messages = append(p.Context.Messages, st.s.messages[m.Seq()])
+		var msg Msg
+		if pm := st.s.message(m.Seq()); pm != nil {
+			msg = pm.Msg
+		}
+		p.Context.Messages = append(p.Context.Messages, msg)
 	}
 	p.Header, p.RequestSeq = st.header, e.Seq
 	st.base, st.baseLen, st.keep = p, n, n
@@ -489,7 +493,7 @@ func (b *builder) snapshot(st *state, e *sessionlog.Event) {
 // in step: an append adds the message it projected (Deriver.Last), a
 // replace takes the new history whole and notes how much of the old one
 // it kept. It reports whether the event projected a message.
-func (b *builder) fold(st *state, e *sessionlog.Event, f sessionlog.Format) bool {
+func (b *builder) fold(st *state, e *sessionlog.Event, f sessionlog.Format, row *Row) bool {
 	if !sessionlog.IsSurfaceType(e.Type, f.RulesVersion()) {
 		st.d.Event(e, f)
 		return false
@@ -501,7 +505,7 @@ func (b *builder) fold(st *state, e *sessionlog.Event, f sessionlog.Format) bool
 		after, ok := st.d.Last()
 		if ok && after.Seq() == e.Seq && (!had || after != before) {
 			st.hist = append(st.hist, after)
-			st.s.messages[e.Seq] = b.msg(after)
+			st.s.setMessage(b.msg(after), row)
 			return true
 		}
 	case sessionlog.SurfaceReplace:
@@ -518,7 +522,7 @@ func (b *builder) fold(st *state, e *sessionlog.Event, f sessionlog.Format) bool
 		st.keep = min(st.keep, k)
 		for _, m := range st.hist[k:] {
 			if m.Seq() == e.Seq {
-				st.s.messages[e.Seq] = b.msg(m)
+				st.s.setMessage(b.msg(m), row)
 				return true
 			}
 		}
@@ -798,10 +802,11 @@ func (b *builder) finish() {
 // its call. Everywhere else a message is a reference to its home.
 func (b *builder) homeTurn(s *Session, t *Turn) {
 	home := func(seq int64) bool {
-		if _, ok := s.messages[seq]; !ok || s.homes[seq] != "" {
+		m := s.message(seq)
+		if m == nil || m.home {
 			return false
 		}
-		s.homes[seq] = s.Prefix + "m-" + strconv.FormatInt(seq, 10) // each message has one home
+		m.home = true // each message has one home
 		t.Homes = append(t.Homes, seq)
 		return true
 	}

@@ -140,7 +140,7 @@ func (r *renderer) ref(h *hbuf, m Msg) {
 	h.text(roleName(m.Role))
 	h.raw(`</span>`)
 	h.raw(`<a class="sq" href="#`)
-	h.text(r.s.homes[m.Seq])
+	h.home(r.s, m.Seq)
 	h.raw(`">seq `)
 	h.raw(strconv.FormatInt(m.Seq, 10))
 	h.raw(`</a><span class="x">`)
@@ -178,7 +178,7 @@ func (r *renderer) notes(h *hbuf, notes []*Note) {
 			h.text(n.Detail)
 			h.raw(`</span>`)
 		}
-		if home := r.s.homes[n.Message]; n.Message >= 0 && home != "" {
+		if home := r.s.homeID(n.Message); n.Message >= 0 && home != "" {
 			h.link(home, "message")
 		}
 		h.raw(`</div>`)

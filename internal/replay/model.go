@@ -54,10 +54,10 @@ type Session struct {
 	Children []Link
 	Parent   *Link
 
-	// messages are the projected messages by seq (the deriver's); homes
-	// says where on the page each is shown in full (an element id).
-	messages map[int64]Msg
-	homes    map[int64]string
+	// msgs are the projected messages (the deriver's), each found from the
+	// row holding its seq (Row.msg), else from msgOther (messages.go).
+	msgs     []message
+	msgOther map[int64]int32
 	// cites are the sourceEventSeqs of each event that has them, as
 	// ranges; citers those events' seqs, in order (Build's end sorts them).
 	cites  map[int64][]Range
@@ -276,7 +276,10 @@ type Row struct {
 	Turn, Step int64
 	// raw finds the row's bytes as read (none without content); Size is
 	// their length, 0 without content.
-	raw  rawRef
+	raw rawRef
+	// msg is the message of a seq the row holds (Session.msgs, from 1; 0:
+	// none).
+	msg  int32
 	Size int
 	// Problems are the decoder's findings on the row.
 	Problems []string

@@ -349,11 +349,10 @@ func funcs(r *renderer) template.FuncMap {
 
 // msg is the message a seq projects, nil when none.
 func (r *renderer) msg(seq int64) *Msg {
-	m, ok := r.s.messages[seq]
-	if !ok {
-		return nil
+	if m := r.s.message(seq); m != nil {
+		return &m.Msg
 	}
-	return &m
+	return nil
 }
 
 // callID is the element id of the (first) call of id.

@@ -37,9 +37,9 @@ func (r *renderer) rows(b *hbuf, rows []*Row) {
 		b.WriteString(`</span><span class="faint">`)
 		b.rowPlace(row)
 		b.WriteString(`</span><span>`)
-		if home := s.homes[row.Message]; row.Message >= 0 && home != "" {
+		if m := s.message(row.Message); row.Message >= 0 && m != nil && m.home {
 			b.WriteString(`<a href="#`)
-			b.text(home)
+			b.home(s, row.Message)
 			b.WriteString(`">message</a> `)
 		}
 		if row.Call != "" {

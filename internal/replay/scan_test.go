@@ -95,7 +95,7 @@ func seedContents(f *testing.F, path string) {
 		f.Add(row)
 	}
 	for _, s := range buildFile(f, path, Options{}).Sessions {
-		for _, m := range s.messages {
+		for _, m := range s.msgs {
 			f.Add(m.Content)
 		}
 	}
@@ -108,7 +108,7 @@ func TestScannerReadsTheCorpus(t *testing.T) {
 	read, all := 0, 0
 	for _, l := range testcorpus.Logs(t) {
 		for _, s := range buildFile(t, l.Path, Options{}).Sessions {
-			for _, m := range s.messages {
+			for _, m := range s.msgs {
 				all++
 				parts, ok := scanParts(m.Content)
 				if !ok {

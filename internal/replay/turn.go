@@ -267,7 +267,7 @@ func (r *renderer) message(h *hbuf, m *Msg) {
 	h.raw(`<div class="msg `)
 	h.text(m.Role)
 	h.raw(`" id="`)
-	h.text(r.s.homes[m.Seq])
+	h.home(r.s, m.Seq)
 	h.raw(`"><div class="who">`)
 	h.text(roleName(m.Role))
 	r.seqLink(h, m.Seq)
@@ -342,7 +342,7 @@ func (r *renderer) attempt(h *hbuf, a *Attempt) {
 		return
 	}
 	h.raw(`<div class="msg answer" id="`)
-	h.text(r.s.homes[m.Seq])
+	h.home(r.s, m.Seq)
 	h.raw(`"><div class="who">answer`)
 	r.seqLink(h, m.Seq)
 	h.raw(`<span class="faint">`)
@@ -422,7 +422,7 @@ func (r *renderer) call(h *hbuf, c *Call) {
 		}
 	case m != nil && c.ResultSeq >= 0:
 		h.raw("\n<div class=\"kv\"><span class=\"k\">result</span><div id=\"")
-		h.text(r.s.homes[m.Seq])
+		h.home(r.s, m.Seq)
 		h.raw("\">")
 		if r.p.NoContent {
 			r.content(h, nil)
