@@ -293,10 +293,15 @@ func (b *builder) newRow(r *sessionlog.Row) *Row {
 	b.rows = b.rows[1:]
 	row.Line, row.Kind, row.Seq, row.Message = r.Line, r.Kind, -1, -1
 	if !b.opts.NoContent && r.Bytes != nil {
-		row.raw, row.Size = b.page.rows.add(r.Bytes), len(r.Bytes)
+		row.raw = b.page.rows.add(r.Bytes)
 	}
-	for _, p := range r.Problems {
-		row.Problems = append(row.Problems, b.name(p.Code))
+	if len(r.Problems) > 0 {
+		codes := make([]string, len(r.Problems))
+		for i, p := range r.Problems {
+			codes[i] = b.name(p.Code)
+		}
+		b.page.problems = append(b.page.problems, codes)
+		row.problems = int32(len(b.page.problems))
 	}
 	return row
 }
@@ -308,7 +313,7 @@ func (b *builder) identify(s *Session, row *Row, r *sessionlog.Row) {
 	switch {
 	case len(r.Events) > 0:
 		e := &r.Events[0]
-		row.Seq, row.Count, row.Type, row.Time = e.Seq, len(r.Events), b.name(e.Type), e.Time
+		row.Seq, row.Count, row.Type, row.Time = e.Seq, int32(len(r.Events)), b.name(e.Type), e.Time
 		if s.rowOf.get(e.Seq) != nil {
 			row.again = s.again(e.Seq)
 		}
@@ -603,7 +608,10 @@ func (b *builder) closeTurn(st *state, t *Turn, et *turnengine.Turn) {
 		}
 		p.StartTime, p.EndTime, p.Open = es.StartTime, es.EndTime, es.Open
 		for _, a := range es.Attempts {
+			// The page keeps what the message cites as ranges; the engine's
+			// list of every seq (a v0 message cites each chunk) goes.
 			pa := &Attempt{Attempt: a, Sources: ranges(a.Sources)}
+			a.Sources = nil
 			p.Attempts = append(p.Attempts, pa)
 			if a.Provider != "" || a.Model != "" {
 				name := strings.Trim(a.Provider+"/"+a.Model, "/")
@@ -658,7 +666,7 @@ func (b *builder) call(st *state, tc *turnengine.ToolCall, step *Step) *Call {
 	c.Error = st.errors[c.ResultSeq]
 	for _, seq := range []int64{c.CallSeq, c.ResultSeq} {
 		if r := s.rowOf.get(seq); r != nil && seq >= 0 {
-			r.Call = c.Anchor
+			r.Call = c
 		}
 	}
 	for _, ch := range st.children {
@@ -785,8 +793,8 @@ func (b *builder) finish() {
 		}
 		for _, ch := range st.children {
 			l := Link{Session: ch.child}
-			if r := s.rowOf.get(ch.callSeq); r != nil && ch.callSeq >= 0 {
-				l.Call = r.Call
+			if r := s.rowOf.get(ch.callSeq); r != nil && ch.callSeq >= 0 && r.Call != nil {
+				l.Call = r.Call.Anchor
 			}
 			s.Children = append(s.Children, l)
 			if c := b.states[ch.child]; c != nil && c.s.Parent != nil {

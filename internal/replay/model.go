@@ -19,8 +19,10 @@ type Page struct {
 	Sessions  []*Session
 	// Tail describes a torn tail the decoder left unread, if any.
 	Tail string
-	// rows keeps every row's bytes (none without content).
-	rows rawRows
+	// rows keeps every row's bytes (none without content); problems are
+	// the decoder's findings on the rows that have any (Row.problems).
+	rows     rawRows
+	problems [][]string
 }
 
 // Session is one session of the input.
@@ -258,35 +260,35 @@ type Note struct {
 }
 
 // Row is one physical row of the input. A long session has hundreds of
-// thousands: a row keeps what its line on the page says, its element id
-// and bytes are found from it (Session.rowID, rawRows).
+// thousands, so a row keeps what its line on the page says in few bytes:
+// its element id and bytes are found from it (Session.rowID, rawRows),
+// its problems are the page's (Page.problems).
 type Row struct {
 	Line int
-	Kind sessionlog.RowKind
-	// again numbers a row whose seq an earlier row had (a hostile log's
-	// repeat): its element id is seq-N~again; 0 for the first.
-	again int32
 	// Seq is the row's first event's seq and Count how many events it
 	// stands for (packed rows); Count 0: a row without events.
 	Seq   int64
-	Count int
+	Count int32
+	Kind  sessionlog.RowKind
+	// again numbers a row whose seq an earlier row had (a hostile log's
+	// repeat): its element id is seq-N~again; 0 for the first.
+	again int32
 	Type  string
 	Time  int64
 	// Turn and Step say where the row belongs (0: outside any).
 	Turn, Step int64
-	// raw finds the row's bytes as read (none without content); Size is
-	// their length, 0 without content.
+	// Message is the seq of the message the row's event projects (-1: none).
+	Message int64
+	// Call is the call the row belongs to (nil: none).
+	Call *Call
+	// raw finds the row's bytes as read (none without content).
 	raw rawRef
 	// msg is the message of a seq the row holds (Session.msgs, from 1; 0:
 	// none).
-	msg  int32
-	Size int
-	// Problems are the decoder's findings on the row.
-	Problems []string
-	// Message is the seq of the message the row's event projects (-1: none).
-	Message int64
-	// Call is the element id of the call the row belongs to ("" none).
-	Call string
+	msg int32
+	// problems are the decoder's findings on the row (Page.problems, from
+	// 1; 0: none).
+	problems int32
 }
 
 // seqIndex finds the row holding a seq. A session's seqs are dense from

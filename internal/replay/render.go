@@ -208,7 +208,7 @@ func (r *renderer) view() pageView {
 				rows = b.Turn.Rows
 			}
 			for _, row := range rows {
-				bytes += row.Size
+				bytes += int(row.raw.n)
 			}
 		}
 		sv.Fold = r.o.Fold == FoldAlways || r.o.Fold == FoldAuto && (turns > FoldTurns || bytes > FoldBytes)

@@ -42,12 +42,12 @@ func (r *renderer) rows(b *hbuf, rows []*Row) {
 			b.home(s, row.Message)
 			b.WriteString(`">message</a> `)
 		}
-		if row.Call != "" {
+		if row.Call != nil {
 			b.WriteString(`<a href="#`)
-			b.text(row.Call)
+			b.text(row.Call.Anchor)
 			b.WriteString(`">call</a> `)
 		}
-		for _, p := range row.Problems {
+		for _, p := range r.problems(row) {
 			b.WriteString(`<span class="problem">`)
 			b.text(p)
 			b.WriteString(`</span> `)
@@ -106,4 +106,12 @@ func (h *hbuf) rowPlace(r *Row) {
 		h.WriteByte('.')
 		h.int(r.Step)
 	}
+}
+
+// problems are the decoder's findings on a row.
+func (r *renderer) problems(row *Row) []string {
+	if row.problems == 0 {
+		return nil
+	}
+	return r.p.problems[row.problems-1]
 }
