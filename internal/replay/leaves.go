@@ -2,7 +2,6 @@ package replay
 
 import (
 	"bytes"
-	"html/template"
 	"strconv"
 )
 
@@ -202,7 +201,7 @@ func (r *renderer) sources(h *hbuf, seq int64) {
 		if i > 0 {
 			h.raw(", ")
 		}
-		h.raw(x.String())
+		h.seqRange(x)
 	}
 	if n > int64(len(direct)) {
 		h.raw(" · " + strconv.FormatInt(n, 10) + " seqs transitively")
@@ -215,12 +214,31 @@ func (r *renderer) sources(h *hbuf, seq int64) {
 }
 
 func (r *renderer) ranges(h *hbuf, rs []Range) {
-	p := template.HTMLEscapeString(r.s.Prefix)
 	for i, x := range rs {
 		if i > 0 {
 			h.raw(", ")
 		}
-		lo, hi := strconv.FormatInt(x.Lo, 10), strconv.FormatInt(x.Hi, 10)
-		h.raw(`<a href="#` + p + `seq-` + lo + `" data-p="` + p + `" data-lo="` + lo + `" data-hi="` + hi + `">` + x.String() + `</a>`)
+		h.raw(`<a href="#`)
+		h.text(r.s.Prefix)
+		h.raw(`seq-`)
+		h.int(x.Lo)
+		h.raw(`" data-p="`)
+		h.text(r.s.Prefix)
+		h.raw(`" data-lo="`)
+		h.int(x.Lo)
+		h.raw(`" data-hi="`)
+		h.int(x.Hi)
+		h.raw(`">`)
+		h.seqRange(x)
+		h.raw(`</a>`)
+	}
+}
+
+// seqRange writes a range as Range.String does.
+func (h *hbuf) seqRange(x Range) {
+	h.int(x.Lo)
+	if x.Hi != x.Lo {
+		h.raw("–")
+		h.int(x.Hi)
 	}
 }

@@ -329,7 +329,7 @@ func (x *seqIndex) add(seq int64, row *Row) {
 	}
 	if n := int(i) + 1; n > len(x.rows) {
 		old := len(x.rows)
-		x.rows = slices.Grow(x.rows, n-old)[:n]
+		x.rows = slices.Grow(x.rows, max(n-old, old/2))[:n] // by half again: a long session adds a seq at a time
 		clear(x.rows[old:])
 	}
 	if x.rows[i] == nil {

@@ -227,13 +227,15 @@ func (r *renderer) view() pageView {
 	return v
 }
 
-// blocks writes a session's blocks, each on its line. Workers render them
-// in parallel, each with its own renderer and buffers; they are written in
-// order as they are done, at most a window of them rendered ahead.
+// blocks writes a session's blocks, each on its line. Workers render runs
+// of consecutive blocks (a run's rows are mostly in the same frames of
+// the rows' bytes, inflated once) in parallel, each with its own renderer
+// and buffers; the runs are written in order as they are done, at most a
+// window of them rendered ahead.
 func (r *renderer) blocks(w io.Writer, sv *sessionView) error {
 	workers := min(runtime.GOMAXPROCS(0), 8, len(sv.Blocks))
 	type job struct {
-		b    *Block
+		run  []*Block
 		done chan<- blockResult
 	}
 	jobs := make(chan job)
@@ -250,7 +252,8 @@ func (r *renderer) blocks(w io.Writer, sv *sessionView) error {
 	wg.Go(func() {
 		defer close(jobs)
 		defer close(ahead)
-		for _, b := range sv.Blocks {
+		for blocks := sv.Blocks; len(blocks) > 0; {
+			n := runLength(blocks)
 			done := make(chan blockResult, 1)
 			select {
 			case <-stop:
@@ -260,8 +263,9 @@ func (r *renderer) blocks(w io.Writer, sv *sessionView) error {
 			select {
 			case <-stop:
 				return
-			case jobs <- job{b, done}:
+			case jobs <- job{blocks[:n], done}:
 			}
+			blocks = blocks[n:]
 		}
 	})
 	for range workers {
@@ -271,7 +275,15 @@ func (r *renderer) blocks(w io.Writer, sv *sessionView) error {
 			var body hbuf
 			for j := range jobs {
 				h := bufs.Get().(*hbuf)
-				j.done <- blockResult{h, rw.block(h, &body, z, sv, j.b)}
+				h.Reset()
+				var err error
+				for _, b := range j.run {
+					if err = rw.block(h, &body, z, sv, b); err != nil {
+						break
+					}
+					h.WriteByte('\n')
+				}
+				j.done <- blockResult{h, err}
 			}
 		})
 	}
@@ -280,7 +292,6 @@ func (r *renderer) blocks(w io.Writer, sv *sessionView) error {
 		if res.err != nil {
 			return res.err
 		}
-		res.h.WriteByte('\n')
 		if _, err := w.Write(res.h.Bytes()); err != nil {
 			return err
 		}
@@ -289,17 +300,35 @@ func (r *renderer) blocks(w io.Writer, sv *sessionView) error {
 	return nil
 }
 
+// runLength is how many of blocks, from the first, one worker renders:
+// up to 8, and about a frame of rows' bytes.
+func runLength(blocks []*Block) int {
+	size := 0
+	for i, b := range blocks {
+		if i == 8 || size >= rawFrame {
+			return i
+		}
+		rows := b.Rows
+		if b.Turn != nil {
+			rows = b.Turn.Rows
+		}
+		for _, row := range rows {
+			size += int(row.raw.n)
+		}
+	}
+	return len(blocks)
+}
+
 // blockResult is a rendered block.
 type blockResult struct {
 	h   *hbuf
 	err error
 }
 
-// block writes one block into h: whole, or folded — its summary, with its
+// block writes one block to h: whole, or folded — its summary, with its
 // body (rendered into body) compressed by z. body and z are the worker's,
 // reused.
 func (r *renderer) block(h, body *hbuf, z *folder, sv *sessionView, b *Block) error {
-	h.Reset()
 	var folded []byte
 	if sv.Fold {
 		body.Reset()
