@@ -381,11 +381,7 @@ func (b *builder) place(st *state, row *Row, turn *Turn, f sessionlog.Format) {
 // returns the turn and step the event belongs to.
 func (b *builder) event(st *state, e *sessionlog.Event, f sessionlog.Format, header *sessionlog.Header, row *Row) (*Turn, int64) {
 	s := st.s
-	s.Events++
-	if !s.HasTimes {
-		s.First, s.Last, s.HasTimes = e.Time, e.Time, true
-	}
-	s.First, s.Last = min(s.First, e.Time), max(s.Last, e.Time)
+	s.saw(e)
 	m := e.TurnModel(f)
 	pl := st.cur.Advance(&m)
 	b.snapshot(st, e)
@@ -393,13 +389,40 @@ func (b *builder) event(st *state, e *sessionlog.Event, f sessionlog.Format, hea
 		row.Message = e.Seq
 	}
 	b.eng.Ingest(turnengine.Input{SessionID: s.ID, Event: e, Format: f, Header: header}, b.now)
-	if len(e.Sources) > 0 {
-		if _, ok := s.cites[e.Seq]; !ok {
-			s.citers = append(s.citers, e.Seq)
-		}
-		s.cites[e.Seq] = ranges(e.Sources)
+	s.cite(e)
+	t := b.follow(st, e, pl)
+	st.awaitRequest(e)
+	b.track(st, e, pl, t, row)
+	if pl.Kind >= turnmodel.KindStep {
+		return t, pl.Step
 	}
+	return t, 0
+}
 
+// saw counts an event and widens the session's span of time to it.
+func (s *Session) saw(e *sessionlog.Event) {
+	s.Events++
+	if !s.HasTimes {
+		s.First, s.Last, s.HasTimes = e.Time, e.Time, true
+	}
+	s.First, s.Last = min(s.First, e.Time), max(s.Last, e.Time)
+}
+
+// cite keeps what an event cites (its sourceEventSeqs), as ranges.
+func (s *Session) cite(e *sessionlog.Event) {
+	if len(e.Sources) == 0 {
+		return
+	}
+	if _, ok := s.cites[e.Seq]; !ok {
+		s.citers = append(s.citers, e.Seq)
+	}
+	s.cites[e.Seq] = ranges(e.Sources)
+}
+
+// follow opens and closes the page's turns and steps where the turn model
+// does, and returns the turn an event belongs to: the one open, or a
+// closed one a late event names.
+func (b *builder) follow(st *state, e *sessionlog.Event, pl turnmodel.Place) *Turn {
 	var t *Turn
 	switch {
 	case e.Type == "turn/start" && pl.Kind == turnmodel.KindTurn:
@@ -409,32 +432,32 @@ func (b *builder) event(st *state, e *sessionlog.Event, f sessionlog.Format, hea
 	default:
 		t = st.turn
 	}
-	var step int64
-	if pl.Kind >= turnmodel.KindStep {
-		step = pl.Step
-	}
 	switch {
 	case e.Type == "turn/end" && pl.Kind == turnmodel.KindTurn:
 		st.turn, st.step = nil, nil
 		st.gap = nil
 	case e.Type == "step/start" && pl.Kind == turnmodel.KindStep && t != nil:
 		st.step = &Step{Number: e.Step, Turn: t.Number, StartSeq: e.Seq, StartTime: e.Time,
-			Anchor: s.anchor(fmt.Sprintf("step-%d.%d", t.Number, e.Step))}
+			Anchor: st.s.anchor(fmt.Sprintf("step-%d.%d", t.Number, e.Step))}
 		t.Steps = append(t.Steps, st.step)
 		st.steps[e.Seq] = st.step
 	case e.Type == "step/end" && pl.Kind == turnmodel.KindStep:
 		st.step = nil
 	}
-	if e.Type == "step/start" && e.HasTurn && e.HasStep {
-		// The step whose history `derive --before-step` gives: named by the
-		// numbers the events carry, as Derive finds it.
-		st.pending, st.pendTurn, st.pendStep = st.step, e.Turn, e.Step
-		if st.pending == nil || st.pending.StartSeq != e.Seq {
-			st.pending = &Step{} // a step outside any turn: kept off the page
-		}
+	return t
+}
+
+// awaitRequest notes, at a step/start, the step whose history `derive
+// --before-step` gives: named by the numbers the events carry, as Derive
+// finds it (snapshot keeps it when its request begins).
+func (st *state) awaitRequest(e *sessionlog.Event) {
+	if e.Type != "step/start" || !e.HasTurn || !e.HasStep {
+		return
 	}
-	b.track(st, e, pl, t, row)
-	return t, step
+	st.pending, st.pendTurn, st.pendStep = st.step, e.Turn, e.Step
+	if st.pending == nil || st.pending.StartSeq != e.Seq {
+		st.pending = &Step{} // a step outside any turn: kept off the page
+	}
 }
 
 // openTurn starts the page's turn at a turn/start the turn model opened.
@@ -730,7 +753,7 @@ func (b *builder) track(st *state, e *sessionlog.Event, pl turnmodel.Place, t *T
 		"tool/ptc-dispatch-start", "tool/code-dispatch-start", "system/message", "developer/message":
 		return
 	}
-	n := b.note(st, e, row)
+	n := b.note(st, e)
 	if n == nil || t == nil {
 		return
 	}

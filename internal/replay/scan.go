@@ -518,14 +518,15 @@ func scanData(envelope string) (d data, ok bool) {
 }
 
 // value reads any value as encoding/json decodes it into an interface
-// (numbers as json.Number).
+// (numbers as json.Number). Its strings are copies, as encoding/json's
+// are: a note keeps some, and a view would keep the whole event.
 func (sc *scanner) value() (any, bool) {
 	switch sc.peek() {
 	case '{':
 		m := map[string]any{}
 		ok := sc.each('{', '}', func(key string) bool {
 			v, ok := sc.value()
-			m[key] = v
+			m[strings.Clone(key)] = v
 			return ok
 		})
 		return m, ok
@@ -538,7 +539,8 @@ func (sc *scanner) value() (any, bool) {
 		})
 		return l, ok
 	case '"':
-		return sc.str()
+		v, ok := sc.str()
+		return strings.Clone(v), ok
 	case 't':
 		return true, sc.literal("true")
 	case 'f':
