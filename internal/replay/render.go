@@ -7,10 +7,8 @@ import (
 	"encoding/base64"
 	"html/template"
 	"io"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 )
 
 //go:embed assets
@@ -225,129 +223,6 @@ func (r *renderer) view() pageView {
 		v.Title = "dsh session " + r.p.Sessions[0].ID
 	}
 	return v
-}
-
-// blocks writes a session's blocks, each on its line. Workers render runs
-// of consecutive blocks (a run's rows are mostly in the same frames of
-// the rows' bytes, inflated once) in parallel, each with its own renderer
-// and buffers; the runs are written in order as they are done, at most a
-// window of them rendered ahead.
-func (r *renderer) blocks(w io.Writer, sv *sessionView) error {
-	workers := min(runtime.GOMAXPROCS(0), 8, len(sv.Blocks))
-	type job struct {
-		run  []*Block
-		done chan<- blockResult
-	}
-	jobs := make(chan job)
-	ahead := make(chan chan blockResult, 4*workers)
-	stop := make(chan struct{})
-	bufs := sync.Pool{New: func() any { return new(hbuf) }}
-	var wg sync.WaitGroup
-	defer func() {
-		close(stop)
-		for range ahead { // until the dispatcher sees stop
-		}
-		wg.Wait()
-	}()
-	wg.Go(func() {
-		defer close(jobs)
-		defer close(ahead)
-		for blocks := sv.Blocks; len(blocks) > 0; {
-			n := runLength(blocks)
-			done := make(chan blockResult, 1)
-			select {
-			case <-stop:
-				return
-			case ahead <- done:
-			}
-			select {
-			case <-stop:
-				return
-			case jobs <- job{blocks[:n], done}:
-			}
-			blocks = blocks[n:]
-		}
-	})
-	for range workers {
-		rw := &renderer{p: r.p, o: r.o, s: sv.S, childAt: sv.childAt, raw: rawReader{rows: &r.p.rows}}
-		wg.Go(func() {
-			z := newFolder()
-			var body hbuf
-			for j := range jobs {
-				h := bufs.Get().(*hbuf)
-				h.Reset()
-				var err error
-				for _, b := range j.run {
-					if err = rw.block(h, &body, z, sv, b); err != nil {
-						break
-					}
-					h.WriteByte('\n')
-				}
-				j.done <- blockResult{h, err}
-			}
-		})
-	}
-	for done := range ahead {
-		res := <-done
-		if res.err != nil {
-			return res.err
-		}
-		if _, err := w.Write(res.h.Bytes()); err != nil {
-			return err
-		}
-		bufs.Put(res.h)
-	}
-	return nil
-}
-
-// runLength is how many of blocks, from the first, one worker renders:
-// up to 8, and about a frame of rows' bytes.
-func runLength(blocks []*Block) int {
-	size := 0
-	for i, b := range blocks {
-		if i == 8 || size >= rawFrame {
-			return i
-		}
-		rows := b.Rows
-		if b.Turn != nil {
-			rows = b.Turn.Rows
-		}
-		for _, row := range rows {
-			size += int(row.raw.n)
-		}
-	}
-	return len(blocks)
-}
-
-// blockResult is a rendered block.
-type blockResult struct {
-	h   *hbuf
-	err error
-}
-
-// block writes one block to h: whole, or folded — its summary, with its
-// body (rendered into body) compressed by z. body and z are the worker's,
-// reused.
-func (r *renderer) block(h, body *hbuf, z *folder, sv *sessionView, b *Block) error {
-	var folded []byte
-	if sv.Fold {
-		body.Reset()
-		if b.Turn != nil {
-			r.turnBody(body, b.Turn)
-		} else {
-			r.rows(body, b.Rows)
-		}
-		var err error
-		if folded, err = z.fold(body.Bytes()); err != nil {
-			return err
-		}
-	}
-	if b.Turn != nil {
-		r.turn(h, b.Turn, sv.Open, folded)
-	} else {
-		r.gap(h, b, folded)
-	}
-	return r.raw.err
 }
 
 // funcs are the template functions of the page's skeleton and of the

@@ -7,59 +7,76 @@ import (
 
 // rows writes a list of log rows. A session has a row for every event (a
 // long one, hundreds of thousands), so the rows are written here rather
-// than by a template action per field; every value goes through
-// html/template's own escaper, and the markup is the page's own.
-func (r *renderer) rows(b *hbuf, rows []*Row) {
-	s := r.s
+// than by a template action per field; every value is escaped (hbuf.text),
+// and the markup is the page's own.
+func (r *renderer) rows(h *hbuf, rows []*Row) {
 	for _, row := range rows {
-		b.WriteString(`<div class="row" id="`)
-		b.rowID(s, row)
-		b.WriteString(`">`)
-		for k := row.Seq + 1; k < row.Seq+int64(row.Count); k++ {
-			if s.rowOf.get(k) == row {
-				b.WriteString(`<span class="member" id="`)
-				b.text(s.Prefix)
-				b.WriteString("seq-")
-				b.int(k)
-				b.WriteString(`"></span>`)
-			}
+		r.row(h, row)
+	}
+}
+
+// row writes one row's line: its element ids, what it is, what it links
+// to, and its bytes one click away.
+func (r *renderer) row(h *hbuf, row *Row) {
+	s := r.s
+	h.WriteString(`<div class="row" id="`)
+	h.rowID(s, row)
+	h.WriteString(`">`)
+	r.members(h, row)
+	h.WriteString(`<a class="sq" href="#`)
+	h.rowID(s, row)
+	h.WriteString(`">`)
+	h.rowSeq(row)
+	h.WriteString(`</a><span class="faint">`)
+	if row.Time != 0 {
+		h.Write(time.UnixMilli(row.Time).UTC().AppendFormat(h.AvailableBuffer(), clockLayout))
+	}
+	h.WriteString(`</span><span class="ty">`)
+	h.text(row.Type)
+	h.WriteString(`</span><span class="faint">`)
+	h.rowPlace(row)
+	h.WriteString(`</span><span>`)
+	r.rowLinks(h, row)
+	if raw := r.raw.bytes(row.raw); raw != nil {
+		h.WriteString(`<details class="raw"><summary>JSON · `)
+		h.WriteString(kb(len(raw)))
+		h.WriteString(`</summary><pre>`)
+		h.bytes(raw)
+		h.WriteString(`</pre></details>`)
+	}
+	h.WriteString("</span></div>\n")
+}
+
+// members writes the element ids of a packed row's other events.
+func (r *renderer) members(h *hbuf, row *Row) {
+	for k := row.Seq + 1; k < row.Seq+int64(row.Count); k++ {
+		if r.s.rowOf.get(k) == row {
+			h.WriteString(`<span class="member" id="`)
+			h.text(r.s.Prefix)
+			h.WriteString("seq-")
+			h.int(k)
+			h.WriteString(`"></span>`)
 		}
-		b.WriteString(`<a class="sq" href="#`)
-		b.rowID(s, row)
-		b.WriteString(`">`)
-		b.rowSeq(row)
-		b.WriteString(`</a><span class="faint">`)
-		if row.Time != 0 {
-			b.Write(time.UnixMilli(row.Time).UTC().AppendFormat(b.AvailableBuffer(), clockLayout))
-		}
-		b.WriteString(`</span><span class="ty">`)
-		b.text(row.Type)
-		b.WriteString(`</span><span class="faint">`)
-		b.rowPlace(row)
-		b.WriteString(`</span><span>`)
-		if m := s.message(row.Message); row.Message >= 0 && m != nil && m.home {
-			b.WriteString(`<a href="#`)
-			b.home(s, row.Message)
-			b.WriteString(`">message</a> `)
-		}
-		if row.Call != nil {
-			b.WriteString(`<a href="#`)
-			b.text(row.Call.Anchor)
-			b.WriteString(`">call</a> `)
-		}
-		for _, p := range r.problems(row) {
-			b.WriteString(`<span class="problem">`)
-			b.text(p)
-			b.WriteString(`</span> `)
-		}
-		if raw := r.raw.bytes(row.raw); raw != nil {
-			b.WriteString(`<details class="raw"><summary>JSON · `)
-			b.WriteString(kb(len(raw)))
-			b.WriteString(`</summary><pre>`)
-			b.bytes(raw)
-			b.WriteString(`</pre></details>`)
-		}
-		b.WriteString("</span></div>\n")
+	}
+}
+
+// rowLinks writes what a row links to — the message it projects, the call
+// it belongs to — and the decoder's problems with it.
+func (r *renderer) rowLinks(h *hbuf, row *Row) {
+	if m := r.s.message(row.Message); row.Message >= 0 && m != nil && m.home {
+		h.WriteString(`<a href="#`)
+		h.home(r.s, row.Message)
+		h.WriteString(`">message</a> `)
+	}
+	if row.Call != nil {
+		h.WriteString(`<a href="#`)
+		h.text(row.Call.Anchor)
+		h.WriteString(`">call</a> `)
+	}
+	for _, p := range r.problems(row) {
+		h.WriteString(`<span class="problem">`)
+		h.text(p)
+		h.WriteString(`</span> `)
 	}
 }
 

@@ -343,58 +343,68 @@ func scanParts(content string) (parts []Part, ok bool) {
 // part reads one block of an array: an object, or a string (a text
 // block); anything else gives up.
 func (sc *scanner) part() (Part, bool) {
-	if sc.peek() == '"' {
+	switch sc.peek() {
+	case '"':
 		s, ok := sc.str()
 		return Part{Type: "text", Text: s}, ok
-	}
-	if sc.peek() != '{' {
+	case '{':
+	default:
 		return Part{}, sc.fail()
 	}
 	start := sc.i
 	var b rawBlock
-	sc.each('{', '}', func(key string) bool {
-		switch key {
-		case "type":
-			return sc.strField(&b.Type)
-		case "text":
-			return sc.strField(&b.Text)
-		case "id":
-			return sc.strField(&b.ID)
-		case "name":
-			return sc.strField(&b.Name)
-		case "toolCallId":
-			return sc.strField(&b.ToolCallID)
-		case "toolName":
-			return sc.strField(&b.ToolName)
-		case "mimeType":
-			return sc.strField(&b.MimeType)
-		case "isError":
-			switch sc.peek() {
-			case 't':
-				b.IsError = true
-				return sc.literal("true")
-			case 'f':
-				b.IsError = false
-				return sc.literal("false")
-			}
-			return sc.fail()
-		case "arguments":
-			return sc.rawField(&b.Arguments)
-		case "input":
-			return sc.rawField(&b.Input)
-		case "content":
-			return sc.rawField(&b.Content)
-		}
-		if foreign(key, blockKeys...) {
-			return sc.fail()
-		}
-		_, ok := sc.skip()
-		return ok
-	})
-	if !sc.ok {
+	if !sc.each('{', '}', func(key string) bool { return sc.field(&b, key) }) {
 		return Part{}, false
 	}
 	return b.part(sc.s[start:sc.i]), true
+}
+
+// field reads the value of a block's key into b (rawBlock's fields); a key
+// of no field is skipped.
+func (sc *scanner) field(b *rawBlock, key string) bool {
+	switch key {
+	case "type":
+		return sc.strField(&b.Type)
+	case "text":
+		return sc.strField(&b.Text)
+	case "id":
+		return sc.strField(&b.ID)
+	case "name":
+		return sc.strField(&b.Name)
+	case "toolCallId":
+		return sc.strField(&b.ToolCallID)
+	case "toolName":
+		return sc.strField(&b.ToolName)
+	case "mimeType":
+		return sc.strField(&b.MimeType)
+	case "isError":
+		return sc.boolField(&b.IsError)
+	case "arguments":
+		return sc.rawField(&b.Arguments)
+	case "input":
+		return sc.rawField(&b.Input)
+	case "content":
+		return sc.rawField(&b.Content)
+	}
+	if foreign(key, blockKeys...) {
+		return sc.fail()
+	}
+	_, ok := sc.skip()
+	return ok
+}
+
+// boolField reads a bool field's value; anything else (a null among them,
+// rare) gives up.
+func (sc *scanner) boolField(dst *bool) bool {
+	switch sc.peek() {
+	case 't':
+		*dst = true
+		return sc.literal("true")
+	case 'f':
+		*dst = false
+		return sc.literal("false")
+	}
+	return sc.fail()
 }
 
 // rawField reads a value kept as written.
