@@ -6,15 +6,16 @@ import (
 	"unicode/utf8"
 )
 
-// A page parses the content of every message it shows, and a long session
-// has hundreds of thousands. Almost all of it is a plain array of blocks
-// with the keys the page reads, which this scanner reads in one pass
-// without reflection. It reads exactly what encoding/json would — or
-// gives up, and the page asks encoding/json: on a key that matches a
-// field only in another case, a value of another type than the field's, a
-// null where a field is, a string that is not valid UTF-8 or holds an
-// escaped surrogate, nesting deeper than maxScanDepth, or anything that is
-// not JSON. FuzzParts holds the two readers equal.
+// A page parses the content of every message it shows and the data of
+// every event it notes, and a long session has hundreds of thousands.
+// Almost all of it is plain JSON with the keys the page reads, which this
+// scanner reads in one pass without reflection. It reads exactly what
+// encoding/json would — or gives up, and the page asks encoding/json: on a
+// key that matches a field only in another case, a value of another type
+// than the field's, a key given twice where encoding/json would merge the
+// two, a string that is not valid UTF-8 or holds an escaped surrogate,
+// nesting deeper than maxScanDepth, or anything that is not JSON.
+// FuzzParts holds the two readers equal.
 
 // maxScanDepth is the deepest nesting the scanner reads (encoding/json's
 // limit is far beyond what content holds).
