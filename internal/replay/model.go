@@ -260,21 +260,15 @@ type Note struct {
 }
 
 // Row is one physical row of the input. A long session has hundreds of
-// thousands, so a row keeps what its line on the page says in few bytes:
-// its element id and bytes are found from it (Session.rowID, rawRows),
-// its problems are the page's (Page.problems).
+// thousands, so a row keeps what its line on the page says in few bytes
+// (104, its fields ordered so): its element id and bytes are found from it
+// (Session.rowID, rawRows), its problems are the page's (Page.problems).
 type Row struct {
 	Line int
-	// Seq is the row's first event's seq and Count how many events it
-	// stands for (packed rows); Count 0: a row without events.
-	Seq   int64
-	Count int32
-	Kind  sessionlog.RowKind
-	// again numbers a row whose seq an earlier row had (a hostile log's
-	// repeat): its element id is seq-N~again; 0 for the first.
-	again int32
-	Type  string
-	Time  int64
+	// Seq is the row's first event's seq, Time its time.
+	Seq  int64
+	Time int64
+	Type string
 	// Turn and Step say where the row belongs (0: outside any).
 	Turn, Step int64
 	// Message is the seq of the message the row's event projects (-1: none).
@@ -283,12 +277,19 @@ type Row struct {
 	Call *Call
 	// raw finds the row's bytes as read (none without content).
 	raw rawRef
+	// Count is how many events the row stands for (packed rows); 0: a row
+	// without events.
+	Count int32
+	// again numbers a row whose seq an earlier row had (a hostile log's
+	// repeat): its element id is seq-N~again; 0 for the first.
+	again int32
 	// msg is the message of a seq the row holds (Session.msgs, from 1; 0:
 	// none).
 	msg int32
 	// problems are the decoder's findings on the row (Page.problems, from
 	// 1; 0: none).
 	problems int32
+	Kind     sessionlog.RowKind
 }
 
 // seqIndex finds the row holding a seq. A session's seqs are dense from
