@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -642,4 +643,30 @@ func rangeList(ns []int64) string {
 	var h hbuf
 	writeRanges(&h, ns)
 	return h.String()
+}
+
+// TestRenderConcurrently: a server renders one built page for several
+// requests at once; each gets the same page (run with -race, nothing of
+// the page is written while rendering).
+func TestRenderConcurrently(t *testing.T) {
+	p, err := Build(strings.NewReader(longLog(400)), Options{Name: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := Render(&want, p, RenderOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]bytes.Buffer, 4)
+	errs := make([]error, len(got))
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() { errs[i] = Render(&got[i], p, RenderOptions{}) })
+	}
+	wg.Wait()
+	for i := range got {
+		if errs[i] != nil || !bytes.Equal(got[i].Bytes(), want.Bytes()) {
+			t.Errorf("rendering %d: %v, %d bytes, want %d", i, errs[i], got[i].Len(), want.Len())
+		}
+	}
 }
