@@ -235,9 +235,16 @@ func cutLine(s string, n int) string {
 	runes := 0
 	space := false // a space is owed before the next word
 	for i := 0; i < len(s); {
-		r, w := utf8.DecodeRuneInString(s[i:])
+		w, isSpace := 1, false
+		if c := s[i]; c < utf8.RuneSelf {
+			isSpace = c == ' ' || c >= '\t' && c <= '\r' // unicode.IsSpace's ASCII
+		} else {
+			var r rune
+			r, w = utf8.DecodeRuneInString(s[i:])
+			isSpace = unicode.IsSpace(r)
+		}
 		switch {
-		case unicode.IsSpace(r):
+		case isSpace:
 			space = len(b) > 0
 		default:
 			if space {
