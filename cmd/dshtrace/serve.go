@@ -305,7 +305,30 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) {
 	for _, root := range s.roots {
 		l.Roots = append(l.Roots, root.path)
 	}
-	entries := s.entries()
+	all := s.listEntries(s.entries())
+	agents, reasons := map[string]bool{}, map[string]bool{}
+	for _, e := range all {
+		if e.Agent != "" {
+			agents[e.Agent] = true
+		}
+		for _, rc := range e.Reasons {
+			reasons[rc.Kind] = true
+		}
+		if l.Matches(e) {
+			l.Sessions = append(l.Sessions, e)
+		}
+	}
+	l.Total = len(all)
+	l.Agents, l.Reasons = sortedKeys(agents), sortedKeys(reasons)
+	slices.SortStableFunc(l.Sessions, latestFirst)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := replay.RenderList(w, l); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+	}
+}
+
+// listEntries are the list entries of the sessions, two read at a time.
+func (s *server) listEntries(entries []entry) []replay.ListEntry {
 	all := make([]replay.ListEntry, len(entries))
 	var wg sync.WaitGroup
 	work := make(chan int)
@@ -322,33 +345,18 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) {
 	}
 	close(work)
 	wg.Wait()
-	agents, reasons := map[string]bool{}, map[string]bool{}
-	for _, e := range all {
-		if e.Agent != "" {
-			agents[e.Agent] = true
-		}
-		for _, rc := range e.Reasons {
-			reasons[rc.Kind] = true
-		}
-		if l.Matches(e) {
-			l.Sessions = append(l.Sessions, e)
-		}
+	return all
+}
+
+// latestFirst orders list entries by their latest activity, then id.
+func latestFirst(a, b replay.ListEntry) int {
+	switch {
+	case a.Activity > b.Activity:
+		return -1
+	case a.Activity < b.Activity:
+		return 1
 	}
-	l.Total = len(all)
-	l.Agents, l.Reasons = sortedKeys(agents), sortedKeys(reasons)
-	slices.SortStableFunc(l.Sessions, func(a, b replay.ListEntry) int {
-		switch {
-		case a.Activity > b.Activity:
-			return -1
-		case a.Activity < b.Activity:
-			return 1
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := replay.RenderList(w, l); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-	}
+	return strings.Compare(a.ID, b.ID)
 }
 
 func sortedKeys(m map[string]bool) []string {

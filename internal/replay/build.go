@@ -67,6 +67,7 @@ func Build(r io.Reader, opts Options) (*Page, error) {
 		b.page.Tail = t.String()
 	}
 	b.finish()
+	b.page.rows.done()
 	return b.page, nil
 }
 
@@ -82,6 +83,8 @@ type builder struct {
 	// early are rows that name no session, read before any session: they
 	// go to the first session.
 	early []*Row
+	// rows are allocated rowSlab at a time.
+	rows  []Row
 	names map[string]string // see name
 }
 
@@ -172,8 +175,8 @@ func (b *builder) state(id string) *state {
 		return st
 	}
 	id = strings.Clone(id) // a view into the row, whose memory the decoder reuses
-	s := &Session{ID: id, messages: map[int64]Msg{}, homes: map[int64]string{},
-		cites: map[int64][]int64{}, callAt: map[string]string{}, ids: map[string]int{},
+	s := &Session{ID: id,
+		cites: map[int64][]Range{}, callAt: map[string]string{}, ids: map[string]int{},
 		Agent: b.opts.AgentName}
 	if n := len(b.order); n > 0 {
 		s.Prefix = "s" + strconv.Itoa(n+1) + "."
@@ -196,12 +199,25 @@ func (b *builder) state(id string) *state {
 	return st
 }
 
-// again is the element id of a row whose seq an earlier row had (a
-// hostile log's repeat): seq-N~2, seq-N~3, …
-func (s *Session) again(name string) string {
+// again numbers a row whose seq an earlier row had (a hostile log's
+// repeat): 2, 3, … (its element id is seq-N~2, seq-N~3, …).
+func (s *Session) again(seq int64) int32 {
+	name := "seq-" + strconv.FormatInt(seq, 10)
 	n := max(s.ids[name], 1) + 1
 	s.ids[name] = n
-	return s.Prefix + name + "~" + strconv.Itoa(n)
+	return int32(n)
+}
+
+// rowID is a row's element id: seq-N for a row of events (seq-N~2, … for
+// a seq an earlier row had), line-N for a row without.
+func (s *Session) rowID(r *Row) string {
+	switch {
+	case r.Count == 0:
+		return s.Prefix + "line-" + strconv.Itoa(r.Line)
+	case r.again > 0:
+		return s.Prefix + "seq-" + strconv.FormatInt(r.Seq, 10) + "~" + strconv.Itoa(int(r.again))
+	}
+	return s.Prefix + "seq-" + strconv.FormatInt(r.Seq, 10)
 }
 
 // anchor returns a unique element id of the session for name: name itself
@@ -240,38 +256,75 @@ func (b *builder) sessionOf(r *sessionlog.Row, dec *sessionlog.Decoder) *state {
 	return b.last // nil before the first session: the row waits for it
 }
 
+// row folds one row of the input: the page's row for it, named in its
+// session; the row's events; then its place on the page — its turn, or
+// the stretch of rows between turns.
 func (b *builder) row(r *sessionlog.Row, dec *sessionlog.Decoder) {
-	row := &Row{Line: r.Line, Offset: r.Offset, Kind: r.Kind, Seq: -1, Message: -1}
 	st := b.sessionOf(r, dec)
+	row := b.newRow(r)
 	if st == nil {
+		// Read before any session: the first session takes it (its prefix
+		// is "", so the row's element id stands).
 		b.early = append(b.early, row)
-		st = &state{s: &Session{ids: map[string]int{}}} // names the row; its rows are not kept
+		st = &state{s: &Session{ids: map[string]int{}}}
 	} else {
 		b.last = st
 	}
-	s := st.s
-	if !b.opts.NoContent {
-		row.Bytes = slices.Clone(r.Bytes)
+	b.identify(st.s, row, r)
+	if r.Kind == sessionlog.RowHeader && r.Header != nil && r.Header.HasSeedLength {
+		st.cur.SetFork(r.Header.ParentSession, r.Header.SeedLength)
 	}
-	for _, p := range r.Problems {
-		row.Problems = append(row.Problems, b.name(p.Code))
+	turn := b.events(st, row, r, dec)
+	if st == b.last {
+		b.place(st, row, turn, dec.Format())
 	}
+}
+
+// rowSlab is how many rows the builder allocates at a time.
+const rowSlab = 1024
+
+// newRow is the page's row for an input row: its line, kind, problems
+// and, with content, its bytes.
+func (b *builder) newRow(r *sessionlog.Row) *Row {
+	if len(b.rows) == 0 {
+		b.rows = make([]Row, rowSlab)
+	}
+	row := &b.rows[0]
+	b.rows = b.rows[1:]
+	row.Line, row.Kind, row.Seq, row.Message = r.Line, r.Kind, -1, -1
+	if !b.opts.NoContent && r.Bytes != nil {
+		row.raw = b.page.rows.add(r.Bytes)
+	}
+	if len(r.Problems) > 0 {
+		codes := make([]string, len(r.Problems))
+		for i, p := range r.Problems {
+			codes[i] = b.name(p.Code)
+		}
+		b.page.problems = append(b.page.problems, codes)
+		row.problems = int32(len(b.page.problems))
+	}
+	return row
+}
+
+// identify says what a row is: its first event (the seq that names it), a
+// session header, or a row without events (a notification, a line no
+// reader reads).
+func (b *builder) identify(s *Session, row *Row, r *sessionlog.Row) {
 	switch {
 	case len(r.Events) > 0:
 		e := &r.Events[0]
-		row.Seq, row.Count, row.Type, row.Time = e.Seq, len(r.Events), b.name(e.Type), e.Time
-		row.Anchor = s.Prefix + "seq-" + strconv.FormatInt(e.Seq, 10)
+		row.Seq, row.Count, row.Type, row.Time = e.Seq, int32(len(r.Events)), b.name(e.Type), e.Time
 		if s.rowOf.get(e.Seq) != nil {
-			row.Anchor = s.again("seq-" + strconv.FormatInt(e.Seq, 10))
+			row.again = s.again(e.Seq)
 		}
 	case r.Kind == sessionlog.RowHeader:
-		row.Type, row.Anchor = "session header", s.Prefix+"line-"+strconv.Itoa(r.Line)
+		row.Type = "session header"
 		if r.Header != nil {
 			row.Time = r.Header.CreatedAt
 			s.Header = ownHeader(r.Header)
 		}
 	default:
-		row.Type, row.Anchor = r.Kind.String(), s.Prefix+"line-"+strconv.Itoa(r.Line)
+		row.Type = r.Kind.String()
 		if r.Method != "" {
 			row.Type = b.name(r.Method)
 		}
@@ -279,9 +332,10 @@ func (b *builder) row(r *sessionlog.Row, dec *sessionlog.Decoder) {
 			b.subagentStarted(r)
 		}
 	}
-	if r.Kind == sessionlog.RowHeader && r.Header != nil && r.Header.HasSeedLength {
-		st.cur.SetFork(r.Header.ParentSession, r.Header.SeedLength)
-	}
+}
+
+// events folds a row's events and returns the turn of its first.
+func (b *builder) events(st *state, row *Row, r *sessionlog.Row, dec *sessionlog.Decoder) *Turn {
 	var header *sessionlog.Header
 	if r.Wrapper == sessionlog.WrapNone {
 		header = dec.Header()
@@ -295,15 +349,20 @@ func (b *builder) row(r *sessionlog.Row, dec *sessionlog.Decoder) {
 				row.Turn = t.Number
 			}
 		}
-		s.rowOf.add(r.Events[i].Seq, row)
+		st.s.rowOf.add(r.Events[i].Seq, row)
 	}
-	if b.last != st {
-		return
-	}
-	s.Format = dec.Format()
+	return turn
+}
+
+// place puts a row on the page: with its turn — a row without events
+// (a notification) with the turn open, if any — else in the stretch of
+// rows since the last turn.
+func (b *builder) place(st *state, row *Row, turn *Turn, f sessionlog.Format) {
+	s := st.s
+	s.Format = f
 	s.Rows = append(s.Rows, row)
-	if turn == nil && len(r.Events) == 0 {
-		turn = st.turn // a notification while a turn is open is shown with it
+	if turn == nil && row.Count == 0 {
+		turn = st.turn
 	}
 	if turn != nil {
 		turn.Rows = append(turn.Rows, row)
@@ -322,22 +381,48 @@ func (b *builder) row(r *sessionlog.Row, dec *sessionlog.Decoder) {
 // returns the turn and step the event belongs to.
 func (b *builder) event(st *state, e *sessionlog.Event, f sessionlog.Format, header *sessionlog.Header, row *Row) (*Turn, int64) {
 	s := st.s
+	s.saw(e)
+	m := e.TurnModel(f)
+	pl := st.cur.Advance(&m)
+	b.snapshot(st, e)
+	if b.fold(st, e, f, row) {
+		row.Message = e.Seq
+	}
+	b.eng.Ingest(turnengine.Input{SessionID: s.ID, Event: e, Format: f, Header: header}, b.now)
+	s.cite(e)
+	t := b.follow(st, e, pl)
+	st.awaitRequest(e)
+	b.track(st, e, pl, t, row)
+	if pl.Kind >= turnmodel.KindStep {
+		return t, pl.Step
+	}
+	return t, 0
+}
+
+// saw counts an event and widens the session's span of time to it.
+func (s *Session) saw(e *sessionlog.Event) {
 	s.Events++
 	if !s.HasTimes {
 		s.First, s.Last, s.HasTimes = e.Time, e.Time, true
 	}
 	s.First, s.Last = min(s.First, e.Time), max(s.Last, e.Time)
-	m := e.TurnModel(f)
-	pl := st.cur.Advance(&m)
-	b.snapshot(st, e)
-	if b.fold(st, e, f) {
-		row.Message = e.Seq
-	}
-	b.eng.Ingest(turnengine.Input{SessionID: s.ID, Event: e, Format: f, Header: header}, b.now)
-	if len(e.Sources) > 0 {
-		s.cites[e.Seq] = slices.Clone(e.Sources)
-	}
+}
 
+// cite keeps what an event cites (its sourceEventSeqs), as ranges.
+func (s *Session) cite(e *sessionlog.Event) {
+	if len(e.Sources) == 0 {
+		return
+	}
+	if _, ok := s.cites[e.Seq]; !ok {
+		s.citers = append(s.citers, e.Seq)
+	}
+	s.cites[e.Seq] = ranges(e.Sources)
+}
+
+// follow opens and closes the page's turns and steps where the turn model
+// does, and returns the turn an event belongs to: the one open, or a
+// closed one a late event names.
+func (b *builder) follow(st *state, e *sessionlog.Event, pl turnmodel.Place) *Turn {
 	var t *Turn
 	switch {
 	case e.Type == "turn/start" && pl.Kind == turnmodel.KindTurn:
@@ -347,32 +432,32 @@ func (b *builder) event(st *state, e *sessionlog.Event, f sessionlog.Format, hea
 	default:
 		t = st.turn
 	}
-	var step int64
-	if pl.Kind >= turnmodel.KindStep {
-		step = pl.Step
-	}
 	switch {
 	case e.Type == "turn/end" && pl.Kind == turnmodel.KindTurn:
 		st.turn, st.step = nil, nil
 		st.gap = nil
 	case e.Type == "step/start" && pl.Kind == turnmodel.KindStep && t != nil:
 		st.step = &Step{Number: e.Step, Turn: t.Number, StartSeq: e.Seq, StartTime: e.Time,
-			Anchor: s.anchor(fmt.Sprintf("step-%d.%d", t.Number, e.Step))}
+			Anchor: st.s.anchor(fmt.Sprintf("step-%d.%d", t.Number, e.Step))}
 		t.Steps = append(t.Steps, st.step)
 		st.steps[e.Seq] = st.step
 	case e.Type == "step/end" && pl.Kind == turnmodel.KindStep:
 		st.step = nil
 	}
-	if e.Type == "step/start" && e.HasTurn && e.HasStep {
-		// The step whose history `derive --before-step` gives: named by the
-		// numbers the events carry, as Derive finds it.
-		st.pending, st.pendTurn, st.pendStep = st.step, e.Turn, e.Step
-		if st.pending == nil || st.pending.StartSeq != e.Seq {
-			st.pending = &Step{} // a step outside any turn: kept off the page
-		}
+	return t
+}
+
+// awaitRequest notes, at a step/start, the step whose history `derive
+// --before-step` gives: named by the numbers the events carry, as Derive
+// finds it (snapshot keeps it when its request begins).
+func (st *state) awaitRequest(e *sessionlog.Event) {
+	if e.Type != "step/start" || !e.HasTurn || !e.HasStep {
+		return
 	}
-	b.track(st, e, pl, t, row)
-	return t, step
+	st.pending, st.pendTurn, st.pendStep = st.step, e.Turn, e.Step
+	if st.pending == nil || st.pending.StartSeq != e.Seq {
+		st.pending = &Step{} // a step outside any turn: kept off the page
+	}
 }
 
 // openTurn starts the page's turn at a turn/start the turn model opened.
@@ -422,7 +507,11 @@ func (b *builder) snapshot(st *state, e *sessionlog.Event) {
 	n := len(st.hist)
 	p.Context = &Context{Base: st.base, Carried: keep, Len: n, Messages: make([]Msg, 0, n-keep)}
 	for _, m := range st.hist[keep:] {
-		p.Context.Messages = append(p.Context.Messages, st.s.messages[m.Seq()])
+		var msg Msg
+		if pm := st.s.message(m.Seq()); pm != nil {
+			msg = pm.Msg
+		}
+		p.Context.Messages = append(p.Context.Messages, msg)
 	}
 	p.Header, p.RequestSeq = st.header, e.Seq
 	st.base, st.baseLen, st.keep = p, n, n
@@ -432,7 +521,7 @@ func (b *builder) snapshot(st *state, e *sessionlog.Event) {
 // in step: an append adds the message it projected (Deriver.Last), a
 // replace takes the new history whole and notes how much of the old one
 // it kept. It reports whether the event projected a message.
-func (b *builder) fold(st *state, e *sessionlog.Event, f sessionlog.Format) bool {
+func (b *builder) fold(st *state, e *sessionlog.Event, f sessionlog.Format, row *Row) bool {
 	if !sessionlog.IsSurfaceType(e.Type, f.RulesVersion()) {
 		st.d.Event(e, f)
 		return false
@@ -444,7 +533,7 @@ func (b *builder) fold(st *state, e *sessionlog.Event, f sessionlog.Format) bool
 		after, ok := st.d.Last()
 		if ok && after.Seq() == e.Seq && (!had || after != before) {
 			st.hist = append(st.hist, after)
-			st.s.messages[e.Seq] = b.msg(after)
+			st.s.setMessage(b.msg(after), row)
 			return true
 		}
 	case sessionlog.SurfaceReplace:
@@ -461,7 +550,7 @@ func (b *builder) fold(st *state, e *sessionlog.Event, f sessionlog.Format) bool
 		st.keep = min(st.keep, k)
 		for _, m := range st.hist[k:] {
 			if m.Seq() == e.Seq {
-				st.s.messages[e.Seq] = b.msg(m)
+				st.s.setMessage(b.msg(m), row)
 				return true
 			}
 		}
@@ -542,7 +631,10 @@ func (b *builder) closeTurn(st *state, t *Turn, et *turnengine.Turn) {
 		}
 		p.StartTime, p.EndTime, p.Open = es.StartTime, es.EndTime, es.Open
 		for _, a := range es.Attempts {
+			// The page keeps what the message cites as ranges; the engine's
+			// list of every seq (a v0 message cites each chunk) goes.
 			pa := &Attempt{Attempt: a, Sources: ranges(a.Sources)}
+			a.Sources = nil
 			p.Attempts = append(p.Attempts, pa)
 			if a.Provider != "" || a.Model != "" {
 				name := strings.Trim(a.Provider+"/"+a.Model, "/")
@@ -597,7 +689,7 @@ func (b *builder) call(st *state, tc *turnengine.ToolCall, step *Step) *Call {
 	c.Error = st.errors[c.ResultSeq]
 	for _, seq := range []int64{c.CallSeq, c.ResultSeq} {
 		if r := s.rowOf.get(seq); r != nil && seq >= 0 {
-			r.Call = c.Anchor
+			r.Call = c
 		}
 	}
 	for _, ch := range st.children {
@@ -661,7 +753,7 @@ func (b *builder) track(st *state, e *sessionlog.Event, pl turnmodel.Place, t *T
 		"tool/ptc-dispatch-start", "tool/code-dispatch-start", "system/message", "developer/message":
 		return
 	}
-	n := b.note(st, e, row)
+	n := b.note(st, e)
 	if n == nil || t == nil {
 		return
 	}
@@ -709,6 +801,7 @@ func (b *builder) finish() {
 	}
 	for _, st := range b.order {
 		s := st.s
+		slices.Sort(s.citers)
 		if h := s.Header; h != nil {
 			if h.AgentPreset != "" {
 				s.Agent = h.AgentPreset
@@ -723,8 +816,8 @@ func (b *builder) finish() {
 		}
 		for _, ch := range st.children {
 			l := Link{Session: ch.child}
-			if r := s.rowOf.get(ch.callSeq); r != nil && ch.callSeq >= 0 {
-				l.Call = r.Call
+			if r := s.rowOf.get(ch.callSeq); r != nil && ch.callSeq >= 0 && r.Call != nil {
+				l.Call = r.Call.Anchor
 			}
 			s.Children = append(s.Children, l)
 			if c := b.states[ch.child]; c != nil && c.s.Parent != nil {
@@ -740,10 +833,11 @@ func (b *builder) finish() {
 // its call. Everywhere else a message is a reference to its home.
 func (b *builder) homeTurn(s *Session, t *Turn) {
 	home := func(seq int64) bool {
-		if _, ok := s.messages[seq]; !ok || s.homes[seq] != "" {
+		m := s.message(seq)
+		if m == nil || m.home {
 			return false
 		}
-		s.homes[seq] = s.Prefix + "m-" + strconv.FormatInt(seq, 10) // each message has one home
+		m.home = true // each message has one home
 		t.Homes = append(t.Homes, seq)
 		return true
 	}

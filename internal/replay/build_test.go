@@ -14,7 +14,7 @@ import (
 )
 
 // buildFile builds the page of a log file.
-func buildFile(t *testing.T, path string, opts Options) *Page {
+func buildFile(t testing.TB, path string, opts Options) *Page {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {

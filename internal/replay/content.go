@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -27,23 +28,40 @@ type Part struct {
 
 // rawBlock is what is read of a block.
 type rawBlock struct {
-	Type       string          `json:"type"`
-	Text       string          `json:"text"`
-	ID         string          `json:"id"`
-	Name       string          `json:"name"`
-	Arguments  json.RawMessage `json:"arguments"`
-	Input      json.RawMessage `json:"input"`
-	ToolCallID string          `json:"toolCallId"`
-	IsError    bool            `json:"isError"`
-	Content    json.RawMessage `json:"content"`
-	ToolName   string          `json:"toolName"`
-	MimeType   string          `json:"mimeType"`
+	Type       string  `json:"type"`
+	Text       string  `json:"text"`
+	ID         string  `json:"id"`
+	Name       string  `json:"name"`
+	Arguments  rawText `json:"arguments"`
+	Input      rawText `json:"input"`
+	ToolCallID string  `json:"toolCallId"`
+	IsError    bool    `json:"isError"`
+	Content    rawText `json:"content"`
+	ToolName   string  `json:"toolName"`
+	MimeType   string  `json:"mimeType"`
+}
+
+// rawText is a value's JSON as written (json.RawMessage, as a string).
+type rawText string
+
+// UnmarshalJSON keeps the value's text.
+func (t *rawText) UnmarshalJSON(b []byte) error {
+	*t = rawText(b)
+	return nil
 }
 
 // Parts parses a message's content (a JSON array of blocks; a bare string
 // is one text block) for display. Content that is neither is one text
 // block of itself.
 func Parts(content string) []Part {
+	if parts, ok := scanParts(content); ok {
+		return parts
+	}
+	return decodeParts(content)
+}
+
+// decodeParts is Parts by encoding/json, for any content.
+func decodeParts(content string) []Part {
 	var raws []json.RawMessage
 	if err := json.Unmarshal([]byte(content), &raws); err != nil {
 		var s string
@@ -68,6 +86,11 @@ func block(raw json.RawMessage) Part {
 		}
 		return Part{Type: "json", Text: Indent(string(raw))}
 	}
+	return b.part(string(raw))
+}
+
+// part is what the page shows of a block read into b (raw its JSON).
+func (b *rawBlock) part(raw string) Part {
 	switch b.Type {
 	case "text", "reasoning":
 		return Part{Type: b.Type, Text: b.Text}
@@ -79,25 +102,31 @@ func block(raw json.RawMessage) Part {
 		return Part{Type: "tool-call", ID: b.ID, Name: b.Name, Args: arguments(args)}
 	case "tool-result":
 		inner := Parts(string(b.Content))
-		if len(b.Content) == 0 {
+		if b.Content == "" {
 			inner = nil
 		}
 		return Part{Type: b.Type, ID: b.ToolCallID, IsError: b.IsError, Inner: inner}
 	case "tool-addition", "tool-removal":
 		return Part{Type: b.Type, Name: b.ToolName}
 	}
-	return Part{Type: b.Type, Name: b.MimeType, Text: Indent(string(raw))}
+	return Part{Type: b.Type, Name: b.MimeType, Text: Indent(raw)}
 }
 
 // arguments renders a tool call's arguments: dsh logs them as a JSON
 // string holding the model's raw text (perhaps invalid JSON), the seed
 // dialect as an object.
-func arguments(raw json.RawMessage) string {
-	if len(raw) == 0 {
+func arguments(raw rawText) string {
+	if raw == "" {
 		return ""
 	}
+	if raw[0] == '"' {
+		sc := newScanner(string(raw))
+		if s, ok := sc.str(); ok && sc.end() {
+			return Indent(s)
+		}
+	}
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if json.Unmarshal([]byte(raw), &s) == nil {
 		return Indent(s)
 	}
 	return Indent(string(raw))
@@ -133,21 +162,43 @@ func IsLong(s string) bool {
 func Excerpt(content string, n int) string {
 	// Most messages have a text block, or a tool result holding one: read no
 	// more than types and texts.
+	text, matched, ok := lightExcerpt(content)
+	if !ok {
+		text, matched = decodeLight(content)
+	}
+	if matched {
+		return cutLine(text, n)
+	}
+	return partsExcerpt(content, n)
+}
+
+// decodeLight is lightExcerpt by encoding/json, for any content: the
+// first text block's text or tool result's first text, when every block
+// reads as one.
+func decodeLight(content string) (text string, matched bool) {
 	type light struct {
 		Type, Text string
 		Content    []struct{ Type, Text string }
 	}
-	var bs0 []light
-	if json.Unmarshal([]byte(content), &bs0) == nil {
-		for _, b := range bs0 {
-			if b.Type == "text" && strings.TrimSpace(b.Text) != "" {
-				return cut(oneLine(b.Text), n)
-			}
-			if b.Type == "tool-result" && len(b.Content) > 0 && b.Content[0].Type == "text" {
-				return cut(oneLine(b.Content[0].Text), n)
-			}
+	var bs []light
+	if json.Unmarshal([]byte(content), &bs) != nil {
+		return "", false
+	}
+	for _, b := range bs {
+		if b.Type == "text" && strings.TrimSpace(b.Text) != "" {
+			return b.Text, true
+		}
+		if b.Type == "tool-result" && len(b.Content) > 0 && b.Content[0].Type == "text" {
+			return b.Content[0].Text, true
 		}
 	}
+	return "", false
+}
+
+// partsExcerpt is the excerpt of content without a text block or a tool
+// result starting with text: its first text, else a tool result's, a tool
+// call's or the reasoning.
+func partsExcerpt(content string, n int) string {
 	bs := Parts(content)
 	text := ""
 	for _, b := range bs {
@@ -171,11 +222,45 @@ func Excerpt(content string, n int) string {
 			}
 		}
 	}
-	return cut(oneLine(text), n)
+	return cutLine(text, n)
 }
 
 // oneLine folds whitespace runs, newlines included, into single spaces.
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// cutLine is cut(oneLine(s), n), folding no more of s than the cut keeps:
+// an excerpt of a long text reads its start only.
+func cutLine(s string, n int) string {
+	b := make([]byte, 0, min(len(s), n+16))
+	runes := 0
+	space := false // a space is owed before the next word
+	for i := 0; i < len(s); {
+		w, isSpace := 1, false
+		if c := s[i]; c < utf8.RuneSelf {
+			isSpace = c == ' ' || c >= '\t' && c <= '\r' // unicode.IsSpace's ASCII
+		} else {
+			var r rune
+			r, w = utf8.DecodeRuneInString(s[i:])
+			isSpace = unicode.IsSpace(r)
+		}
+		switch {
+		case isSpace:
+			space = len(b) > 0
+		default:
+			if space {
+				b = append(b, ' ')
+				runes, space = runes+1, false
+			}
+			b = append(b, s[i:i+w]...)
+			runes++
+		}
+		i += w
+		if runes > n {
+			return cut(string(b), n)
+		}
+	}
+	return string(b)
+}
 
 // cut shortens s to n characters, marking the cut.
 func cut(s string, n int) string {

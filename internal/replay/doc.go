@@ -15,10 +15,17 @@
 //
 // The page's skeleton and the session list are html/template templates; a
 // session's turns, repeated by the thousand, are written by small functions
-// (turn.go, leaves.go, rows.go) that pass every value through
-// html/template's escaper. Either way every piece of log content is
-// escaped; the page carries a Content-Security-Policy that allows its own
-// style and script only, and makes no request to anything outside itself.
-// A long session's turns are folded: each body compressed in the page,
-// unfolded by the page's script when opened or linked to (fold.go).
+// (turn.go, leaves.go, rows.go) that escape every value as html/template's
+// escaper does (FuzzEscape holds the two equal). Either way every piece of
+// log content is escaped; the page carries a Content-Security-Policy that
+// allows its own style and script only, and makes no request to anything
+// outside itself. A long session's turns are folded: each body compressed
+// in the page, unfolded by the page's script when opened or linked to
+// (fold.go).
+//
+// A session of ten thousand turns is a log of a hundred megabytes and more:
+// the page keeps the rows' bytes compressed (raw.go), reads message content
+// with a one-pass scanner (scan.go), and is streamed — its blocks rendered
+// in parallel and written in order as they are done, never held whole
+// (blocks.go).
 package replay

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/base64"
 	"net/url"
-	"strconv"
-	"strings"
 
 	"github.com/klauspost/compress/flate"
 )
@@ -14,8 +12,7 @@ import (
 // HTML must escape), as the text of a hidden element; the page's script
 // inflates it (DecompressionStream) when the block is opened or a link
 // points into it. Its data-seq, data-m, data-line and data-ids say what it
-// holds: the seqs of its rows, the messages it shows, the lines of its
-// rows without a seq, and its steps' and calls' element ids.
+// holds (holds).
 
 // folder compresses block bodies, reusing its compressor.
 type folder struct {
@@ -29,62 +26,93 @@ func newFolder() *folder {
 	return f
 }
 
-// fold compresses a body and encodes it for an attribute.
-func (f *folder) fold(body []byte) (string, error) {
+// fold compresses a body; the result is the folder's, until its next fold.
+func (f *folder) fold(body []byte) ([]byte, error) {
 	f.buf.Reset()
 	f.w.Reset(&f.buf)
 	if _, err := f.w.Write(body); err != nil {
-		return "", err
+		return nil, err
 	}
 	if err := f.w.Close(); err != nil {
-		return "", err
+		return nil, err
 	}
-	return base64.RawURLEncoding.EncodeToString(f.buf.Bytes()), nil
+	return f.buf.Bytes(), nil
 }
 
-// holds says what a block holds, for the script that finds a link's target.
-func holds(s *Session, b *Block) (seqs, messages, lines, ids string) {
-	rows := b.Rows
-	var homes []int64
-	var words []string
-	if t := b.Turn; t != nil {
-		rows, homes = t.Rows, t.Homes
-		for _, st := range t.Steps {
-			words = append(words, url.PathEscape(st.Anchor))
-			words = callIDs(words, st.Calls)
-		}
-	}
-	var ss, ls []int64
-	for _, r := range rows {
-		if r.Count == 0 {
-			ls = append(ls, int64(r.Line))
-		}
-		for k := r.Seq; k < r.Seq+int64(r.Count); k++ {
-			if s.rowOf.get(k) == r {
-				ss = append(ss, k)
+// base64 writes a folded body as the page holds it: base64url, whose
+// alphabet holds nothing HTML must escape.
+func (h *hbuf) base64(z []byte) {
+	n := base64.RawURLEncoding.EncodedLen(len(z))
+	h.Grow(n)
+	b := h.AvailableBuffer()[:n]
+	base64.RawURLEncoding.Encode(b, z)
+	h.Write(b)
+}
+
+// holds writes a folded block's attributes: the seqs of its rows, the
+// messages it shows (a turn's homes), the lines of its rows without a seq,
+// and its steps' and calls' element ids (t nil: a gap, no turn).
+func (r *renderer) holds(h *hbuf, rows []*Row, t *Turn) {
+	seqs := r.seqs[:0]
+	for _, row := range rows {
+		for k := row.Seq; k < row.Seq+int64(row.Count); k++ {
+			if r.s.rowOf.get(k) == row {
+				seqs = append(seqs, k)
 			}
 		}
 	}
-	return rangeList(ss), rangeList(homes), rangeList(ls), strings.Join(words, " ")
-}
-
-func callIDs(words []string, calls []*Call) []string {
-	for _, c := range calls {
-		words = callIDs(append(words, url.PathEscape(c.Anchor)), c.Subs)
+	h.raw(` data-folded data-seq="`)
+	writeRanges(h, seqs)
+	h.raw(`" data-m="`)
+	if t != nil {
+		writeRanges(h, t.Homes)
 	}
-	return words
+	lines := seqs[:0]
+	for _, row := range rows {
+		if row.Count == 0 {
+			lines = append(lines, int64(row.Line))
+		}
+	}
+	h.raw(`" data-line="`)
+	writeRanges(h, lines)
+	r.seqs = lines
+	h.raw(`" data-ids="`)
+	if t != nil {
+		sep := false
+		for _, st := range t.Steps {
+			sep = writeID(h, st.Anchor, sep)
+			sep = writeCallIDs(h, st.Calls, sep)
+		}
+	}
+	h.raw(`"`)
 }
 
-// rangeList writes numbers as runs: "3-9 12-12".
-func rangeList(ns []int64) string {
-	var b strings.Builder
+// writeID writes an element id into the list of data-ids, after a space
+// when sep.
+func writeID(h *hbuf, id string, sep bool) bool {
+	if sep {
+		h.WriteByte(' ')
+	}
+	h.text(url.PathEscape(id))
+	return true
+}
+
+func writeCallIDs(h *hbuf, calls []*Call, sep bool) bool {
+	for _, c := range calls {
+		sep = writeID(h, c.Anchor, sep)
+		sep = writeCallIDs(h, c.Subs, sep)
+	}
+	return sep
+}
+
+// writeRanges writes numbers as runs: "3-9 12-12".
+func writeRanges(h *hbuf, ns []int64) {
 	for i, r := range ranges(ns) {
 		if i > 0 {
-			b.WriteByte(' ')
+			h.WriteByte(' ')
 		}
-		b.WriteString(strconv.FormatInt(r.Lo, 10))
-		b.WriteByte('-')
-		b.WriteString(strconv.FormatInt(r.Hi, 10))
+		h.int(r.Lo)
+		h.WriteByte('-')
+		h.int(r.Hi)
 	}
-	return b.String()
 }

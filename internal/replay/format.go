@@ -11,13 +11,14 @@ import (
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
-// When, clock and dur write times: event times in UTC to the millisecond,
+// When and dur write times: event times in UTC to the millisecond,
 // durations in the unit that reads best.
 func when(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02 15:04:05.000") + " UTC"
 }
 
-func clock(ms int64) string { return time.UnixMilli(ms).UTC().Format("15:04:05.000") }
+// clockLayout writes an event time of day.
+const clockLayout = "15:04:05.000"
 
 func dur(ms int64) string {
 	if ms < 0 {
@@ -206,28 +207,6 @@ func callMeta(c *Call) string {
 		parts = append(parts, "never started")
 	}
 	return strings.Join(parts, " · ")
-}
-
-// rowSeq labels a row by its seqs, or its line when it has none.
-func rowSeq(row *Row) string {
-	switch {
-	case row.Count == 0:
-		return "line " + strconv.Itoa(row.Line)
-	case row.Count == 1:
-		return strconv.FormatInt(row.Seq, 10)
-	}
-	return strconv.FormatInt(row.Seq, 10) + "–" + strconv.FormatInt(row.Seq+int64(row.Count)-1, 10)
-}
-
-// rowPlace says where a row belongs: turn.step, or the turn.
-func rowPlace(row *Row) string {
-	switch {
-	case row.Turn == 0:
-		return ""
-	case row.Step == 0:
-		return strconv.FormatInt(row.Turn, 10)
-	}
-	return strconv.FormatInt(row.Turn, 10) + "." + strconv.FormatInt(row.Step, 10)
 }
 
 // ReasonCount is an end reason and how many turns ended so.

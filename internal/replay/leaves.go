@@ -2,18 +2,16 @@ package replay
 
 import (
 	"bytes"
-	"html/template"
 	"strconv"
 )
 
 // The templates write the page; the pieces a session repeats by the
 // thousand — message parts, references to messages, notes, source ranges
 // (and log rows, rows.go) — are written here, where a template would spend
-// a reflective call per value. Every value goes through html/template's
-// own escaper (esc); attributes are always quoted; links only point into
-// the page ("#" and an element id).
-
-var esc = template.HTMLEscapeString
+// a reflective call per value. Every value is escaped as html/template's
+// escaper escapes text (hbuf.text; FuzzEscape holds the two equal);
+// attributes are always quoted; links only point into the page ("#" and
+// an element id).
 
 // hbuf builds a piece of the page.
 type hbuf struct{ bytes.Buffer }
@@ -21,20 +19,46 @@ type hbuf struct{ bytes.Buffer }
 // raw writes markup of the page's own.
 func (h *hbuf) raw(s string) { h.WriteString(s) }
 
+// escapes are the bytes html/template's text escaper replaces, and what
+// with (NUL, which it must not pass, by U+FFFD).
+var escapes = [256]string{'<': "&lt;", '>': "&gt;", '&': "&amp;", '"': "&#34;", '\'': "&#39;", 0: "\uFFFD"}
+
 // text writes a value, escaped (in text and in quoted attributes alike).
+// A log row is mostly quotes and short runs between them, so the value is
+// escaped a byte at a time into the buffer's free space rather than
+// written a run at a time.
 func (h *hbuf) text(s string) {
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '<', '>', '&', '"', '\'', 0:
-			h.WriteString(esc(s))
-			return
+	i := 0
+	for i < len(s) && escapes[s[i]] == "" {
+		i++
+	}
+	if i == len(s) {
+		h.WriteString(s)
+		return
+	}
+	out := append(h.AvailableBuffer(), s[:i]...)
+	for ; i < len(s); i++ {
+		if e := escapes[s[i]]; e != "" {
+			out = append(out, e...)
+		} else {
+			out = append(out, s[i])
 		}
 	}
-	h.WriteString(s)
+	h.Write(out)
 }
 
 // bytes writes a value given as bytes, escaped.
-func (h *hbuf) bytes(b []byte) { template.HTMLEscape(h, b) }
+func (h *hbuf) bytes(b []byte) {
+	out := h.AvailableBuffer()
+	for _, c := range b {
+		if e := escapes[c]; e != "" {
+			out = append(out, e...)
+		} else {
+			out = append(out, c)
+		}
+	}
+	h.Write(out)
+}
 
 // link writes a link to element id with an escaped label.
 func (h *hbuf) link(id, label string) {
@@ -44,8 +68,6 @@ func (h *hbuf) link(id, label string) {
 	h.text(label)
 	h.raw(`</a>`)
 }
-
-func (h *hbuf) done() template.HTML { return template.HTML(h.String()) }
 
 func (r *renderer) parts(h *hbuf, parts []Part) {
 	for _, p := range parts {
@@ -64,7 +86,7 @@ func (r *renderer) parts(h *hbuf, parts []Part) {
 			h.raw(` <span class="faint">`)
 			h.text(p.ID)
 			h.raw(`</span> <span class="args">`)
-			h.text(cut(oneLine(p.Args), 200))
+			h.text(cutLine(p.Args, 200))
 			h.raw(`</span></div>`)
 		case "tool-result":
 			h.raw(`<div class="tc">← result of `)
@@ -117,7 +139,7 @@ func (r *renderer) ref(h *hbuf, m Msg) {
 	h.text(roleName(m.Role))
 	h.raw(`</span>`)
 	h.raw(`<a class="sq" href="#`)
-	h.text(r.s.homes[m.Seq])
+	h.home(r.s, m.Seq)
 	h.raw(`">seq `)
 	h.raw(strconv.FormatInt(m.Seq, 10))
 	h.raw(`</a><span class="x">`)
@@ -155,7 +177,7 @@ func (r *renderer) notes(h *hbuf, notes []*Note) {
 			h.text(n.Detail)
 			h.raw(`</span>`)
 		}
-		if home := r.s.homes[n.Message]; n.Message >= 0 && home != "" {
+		if home := r.s.homeID(n.Message); n.Message >= 0 && home != "" {
 			h.link(home, "message")
 		}
 		h.raw(`</div>`)
@@ -179,7 +201,7 @@ func (r *renderer) sources(h *hbuf, seq int64) {
 		if i > 0 {
 			h.raw(", ")
 		}
-		h.raw(x.String())
+		h.seqRange(x)
 	}
 	if n > int64(len(direct)) {
 		h.raw(" · " + strconv.FormatInt(n, 10) + " seqs transitively")
@@ -192,12 +214,31 @@ func (r *renderer) sources(h *hbuf, seq int64) {
 }
 
 func (r *renderer) ranges(h *hbuf, rs []Range) {
-	p := esc(r.s.Prefix)
 	for i, x := range rs {
 		if i > 0 {
 			h.raw(", ")
 		}
-		lo, hi := strconv.FormatInt(x.Lo, 10), strconv.FormatInt(x.Hi, 10)
-		h.raw(`<a href="#` + p + `seq-` + lo + `" data-p="` + p + `" data-lo="` + lo + `" data-hi="` + hi + `">` + x.String() + `</a>`)
+		h.raw(`<a href="#`)
+		h.text(r.s.Prefix)
+		h.raw(`seq-`)
+		h.int(x.Lo)
+		h.raw(`" data-p="`)
+		h.text(r.s.Prefix)
+		h.raw(`" data-lo="`)
+		h.int(x.Lo)
+		h.raw(`" data-hi="`)
+		h.int(x.Hi)
+		h.raw(`">`)
+		h.seqRange(x)
+		h.raw(`</a>`)
+	}
+}
+
+// seqRange writes a range as Range.String does.
+func (h *hbuf) seqRange(x Range) {
+	h.int(x.Lo)
+	if x.Hi != x.Lo {
+		h.raw("–")
+		h.int(x.Hi)
 	}
 }

@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"slices"
+
 	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/sessionlog"
@@ -17,6 +19,10 @@ type Page struct {
 	Sessions  []*Session
 	// Tail describes a torn tail the decoder left unread, if any.
 	Tail string
+	// rows keeps every row's bytes (none without content); problems are
+	// the decoder's findings on the rows that have any (Row.problems).
+	rows     rawRows
+	problems [][]string
 }
 
 // Session is one session of the input.
@@ -50,12 +56,14 @@ type Session struct {
 	Children []Link
 	Parent   *Link
 
-	// messages are the projected messages by seq (the deriver's); homes
-	// says where on the page each is shown in full (an element id).
-	messages map[int64]Msg
-	homes    map[int64]string
-	// cites are the sourceEventSeqs of each event that has them.
-	cites map[int64][]int64
+	// msgs are the projected messages (the deriver's), each found from the
+	// row holding its seq (Row.msg), else from msgOther (messages.go).
+	msgs     []message
+	msgOther map[int64]int32
+	// cites are the sourceEventSeqs of each event that has them, as
+	// ranges; citers those events' seqs, in order (Build's end sorts them).
+	cites  map[int64][]Range
+	citers []int64
 	// rowOf finds the row holding each seq.
 	rowOf seqIndex
 	// callAt finds a call's element id by call id (the first call of that id).
@@ -251,28 +259,37 @@ type Note struct {
 	CallID string
 }
 
-// Row is one physical row of the input.
+// Row is one physical row of the input. A long session has hundreds of
+// thousands, so a row keeps what its line on the page says in few bytes
+// (104, its fields ordered so): its element id and bytes are found from it
+// (Session.rowID, rawRows), its problems are the page's (Page.problems).
 type Row struct {
-	Line   int
-	Offset int64
-	Kind   sessionlog.RowKind
-	// Seq is the row's first event's seq and Count how many events it
-	// stands for (packed rows); Count 0: a row without events.
-	Seq   int64
-	Count int
-	Type  string
-	Time  int64
+	Line int
+	// Seq is the row's first event's seq, Time its time.
+	Seq  int64
+	Time int64
+	Type string
 	// Turn and Step say where the row belongs (0: outside any).
 	Turn, Step int64
-	Anchor     string
-	// Bytes are the row as read (nil without content).
-	Bytes []byte
-	// Problems are the decoder's findings on the row.
-	Problems []string
 	// Message is the seq of the message the row's event projects (-1: none).
 	Message int64
-	// Call is the element id of the call the row belongs to ("" none).
-	Call string
+	// Call is the call the row belongs to (nil: none).
+	Call *Call
+	// raw finds the row's bytes as read (none without content).
+	raw rawRef
+	// Count is how many events the row stands for (packed rows); 0: a row
+	// without events.
+	Count int32
+	// again numbers a row whose seq an earlier row had (a hostile log's
+	// repeat): its element id is seq-N~again; 0 for the first.
+	again int32
+	// msg is the message of a seq the row holds (Session.msgs, from 1; 0:
+	// none).
+	msg int32
+	// problems are the decoder's findings on the row (Page.problems, from
+	// 1; 0: none).
+	problems int32
+	Kind     sessionlog.RowKind
 }
 
 // seqIndex finds the row holding a seq. A session's seqs are dense from
@@ -311,8 +328,10 @@ func (x *seqIndex) add(seq int64, row *Row) {
 		}
 		return
 	}
-	if need := i + 1 - int64(len(x.rows)); need > 0 {
-		x.rows = append(x.rows, make([]*Row, need)...)
+	if n := int(i) + 1; n > len(x.rows) {
+		old := len(x.rows)
+		x.rows = slices.Grow(x.rows, max(n-old, old/2))[:n] // by half again: a long session adds a seq at a time
+		clear(x.rows[old:])
 	}
 	if x.rows[i] == nil {
 		x.rows[i] = row

@@ -1,6 +1,9 @@
 package replay
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 // A session of many turns is served a window at a time. Pages cut the
 // session's blocks so that each holds at most n turns (with the rows
@@ -44,41 +47,59 @@ func (s *Session) FindPage(n int, id string) (int, bool) {
 	return 0, false
 }
 
-// blockOf is the block holding element id.
+// blockOf is the block holding element id: a turn's, a step's or a
+// call's, else the block of the row it names.
 func (s *Session) blockOf(id string) (int, bool) {
-	rowBlock := map[*Row]int{}
 	for i, b := range s.Blocks {
-		rows := b.Rows
-		if b.Turn != nil {
-			rows = b.Turn.Rows
-			if b.Turn.Anchor == id {
+		if t := b.Turn; t != nil {
+			if t.Anchor == id {
 				return i, true
 			}
-			for _, st := range b.Turn.Steps {
+			for _, st := range t.Steps {
 				if st.Anchor == id || hasCall(st.Calls, id) {
 					return i, true
 				}
 			}
 		}
-		for _, r := range rows {
-			if r.Anchor == id {
-				return i, true
-			}
-			rowBlock[r] = i
-		}
 	}
-	// A member of a packed row, or a message (shown with its row's turn).
-	for _, prefix := range []string{"seq-", "m-"} {
-		if rest, ok := cutPrefix(id, s.Prefix+prefix); ok {
-			if seq, err := strconv.ParseInt(rest, 10, 64); err == nil {
-				if r := s.rowOf.get(seq); r != nil {
-					i, ok := rowBlock[r]
-					return i, ok
-				}
-			}
+	row := s.rowNamed(id)
+	if row == nil {
+		return 0, false
+	}
+	for i, b := range s.Blocks {
+		rows := b.Rows
+		if b.Turn != nil {
+			rows = b.Turn.Rows
+		}
+		if slices.Contains(rows, row) {
+			return i, true
 		}
 	}
 	return 0, false
+}
+
+// rowNamed is the row an element id names: a row's own (seq-N, seq-N~K,
+// line-N), a member of a packed row, or a message (shown with its row's
+// block); nil when none.
+func (s *Session) rowNamed(id string) *Row {
+	rest, ok := cutPrefix(id, s.Prefix)
+	if !ok {
+		return nil
+	}
+	for _, prefix := range []string{"seq-", "m-"} {
+		if n, ok := cutPrefix(rest, prefix); ok {
+			if seq, err := strconv.ParseInt(n, 10, 64); err == nil {
+				return s.rowOf.get(seq)
+			}
+		}
+	}
+	// A repeated seq's row, or a row without events: rare, looked for.
+	for _, r := range s.Rows {
+		if s.rowID(r) == id {
+			return r
+		}
+	}
+	return nil
 }
 
 func hasCall(calls []*Call, id string) bool {

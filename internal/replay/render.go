@@ -5,13 +5,10 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
-	"errors"
 	"html/template"
 	"io"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 )
 
 //go:embed assets
@@ -105,26 +102,37 @@ type PageLink struct {
 	Label, URL string
 }
 
-// Render writes the page as one self-contained HTML document. The blocks
-// of a session (its turns and the rows between them) are rendered in
-// parallel, each by its own clone of the templates.
+// Render writes the page as one self-contained HTML document, streamed to
+// w: the skeleton's templates around each session's blocks (its turns and
+// the rows between them), which are rendered in parallel and written in
+// order as they are done. The page is never held whole.
 func Render(w io.Writer, p *Page, o RenderOptions) error {
 	if o.OpenTurns <= 0 {
 		o.OpenTurns = 40
 	}
 	r := &renderer{p: p, o: o}
 	v := r.view()
-	for i := range v.Sessions {
-		if err := r.renderBlocks(&v.Sessions[i]); err != nil {
-			return err
-		}
-	}
 	t, err := r.templates(nil)
 	if err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
-	if err := t.ExecuteTemplate(bw, "page", v); err != nil {
+	if err := t.ExecuteTemplate(bw, "page-head", v); err != nil {
+		return err
+	}
+	for i := range v.Sessions {
+		sv := &v.Sessions[i]
+		if err := t.ExecuteTemplate(bw, "session-head", sv); err != nil {
+			return err
+		}
+		if err := r.blocks(bw, sv); err != nil {
+			return err
+		}
+		if err := t.ExecuteTemplate(bw, "session-tail", sv); err != nil {
+			return err
+		}
+	}
+	if err := t.ExecuteTemplate(bw, "page-tail", v); err != nil {
 		return err
 	}
 	return bw.Flush()
@@ -139,6 +147,10 @@ type renderer struct {
 	// childAt are the subagent sessions of RenderOptions.Children placed at
 	// the calls that started them.
 	childAt map[string]Link
+	// raw reads the rows' bytes back (a worker's own); seqs is its
+	// scratch list (fold.go).
+	raw  rawReader
+	seqs []int64
 }
 
 // templates is a clone of the templates whose functions answer for
@@ -164,11 +176,12 @@ type pageView struct {
 }
 
 // sessionView is one session's section: its blocks (all, or a window's)
-// and their HTML.
+// and how they are written.
 type sessionView struct {
-	S        *Session
-	Blocks   []*Block
-	Rendered []template.HTML
+	S      *Session
+	Blocks []*Block
+	// childAt places the subagents the options know of at their calls.
+	childAt map[string]Link
 	// Children are the subagent sessions the session started.
 	Children []Link
 	Pages    []PageLink
@@ -193,11 +206,16 @@ func (r *renderer) view() pageView {
 				rows = b.Turn.Rows
 			}
 			for _, row := range rows {
-				bytes += len(row.Bytes)
+				bytes += int(row.raw.n)
 			}
 		}
 		sv.Fold = r.o.Fold == FoldAlways || r.o.Fold == FoldAuto && (turns > FoldTurns || bytes > FoldBytes)
 		sv.Open = !sv.Fold && turns <= r.o.OpenTurns
+		if r.o.Children != nil {
+			var more []Link
+			sv.childAt, more = children(s, r.o.Children(s.ID))
+			sv.Children = append(slices.Clip(sv.Children), more...)
+		}
 		v.Sessions = append(v.Sessions, sv)
 	}
 	v.Title = "dsh replay"
@@ -205,78 +223,6 @@ func (r *renderer) view() pageView {
 		v.Title = "dsh session " + r.p.Sessions[0].ID
 	}
 	return v
-}
-
-// renderBlocks renders a session's blocks, in parallel, in order.
-func (r *renderer) renderBlocks(sv *sessionView) error {
-	sv.Rendered = make([]template.HTML, len(sv.Blocks))
-	var childAt map[string]Link
-	if r.o.Children != nil {
-		var more []Link
-		childAt, more = children(sv.S, r.o.Children(sv.S.ID))
-		sv.Children = append(slices.Clip(sv.Children), more...)
-	}
-	workers := min(runtime.GOMAXPROCS(0), 8, len(sv.Blocks))
-	jobs := make(chan int)
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for k := range workers {
-		rw := &renderer{p: r.p, o: r.o, s: sv.S, childAt: childAt}
-		wg.Go(func() {
-			z := newFolder()
-			var h, body hbuf
-			for i := range jobs {
-				if errs[k] == nil {
-					sv.Rendered[i], errs[k] = rw.block(&h, &body, z, sv, sv.Blocks[i])
-				}
-			}
-		})
-	}
-	for i := range sv.Blocks {
-		jobs <- i
-	}
-	close(jobs)
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// blockView is what a folded block holds: its compressed body, and which
-// seqs (rows), messages, lines and steps and calls are in it, so that the
-// page's script knows which block to unfold for a link.
-type blockView struct {
-	Z, Seq, M, Line, IDs string
-}
-
-// block writes one block: whole, or folded — its summary, with its body
-// compressed. h and body are the worker's buffers, reused.
-func (r *renderer) block(h, body *hbuf, z *folder, sv *sessionView, b *Block) (template.HTML, error) {
-	h.Reset()
-	if !sv.Fold {
-		if b.Turn != nil {
-			r.turn(h, b.Turn, sv.Open, nil)
-		} else {
-			r.gap(h, b, nil)
-		}
-		return h.done(), nil
-	}
-	body.Reset()
-	if b.Turn != nil {
-		r.turnBody(body, b.Turn)
-	} else {
-		rowsHTML(body, r.s, b.Rows)
-	}
-	v := &blockView{}
-	var err error
-	if v.Z, err = z.fold(body.Bytes()); err != nil {
-		return "", err
-	}
-	v.Seq, v.M, v.Line, v.IDs = holds(r.s, b)
-	if b.Turn != nil {
-		r.turn(h, b.Turn, false, v)
-	} else {
-		r.gap(h, b, v)
-	}
-	return h.done(), nil
 }
 
 // funcs are the template functions of the page's skeleton and of the
@@ -307,11 +253,10 @@ func funcs(r *renderer) template.FuncMap {
 
 // msg is the message a seq projects, nil when none.
 func (r *renderer) msg(seq int64) *Msg {
-	m, ok := r.s.messages[seq]
-	if !ok {
-		return nil
+	if m := r.s.message(seq); m != nil {
+		return &m.Msg
 	}
-	return &m
+	return nil
 }
 
 // callID is the element id of the (first) call of id.
@@ -356,7 +301,7 @@ func resultParts(m *Msg) []Part {
 // subArgs and subResult read a dispatch sub-call's arguments and content
 // from its rows.
 func (r *renderer) subArgs(c *Call) string {
-	d := rowData(r.s.rowOf.get(c.CallSeq))
+	d := r.rowData(r.s.rowOf.get(c.CallSeq))
 	if d == nil || d.get("arguments") == nil {
 		return ""
 	}
@@ -364,7 +309,7 @@ func (r *renderer) subArgs(c *Call) string {
 }
 
 func (r *renderer) subResult(c *Call) []Part {
-	d := rowData(r.s.rowOf.get(c.ResultSeq))
+	d := r.rowData(r.s.rowOf.get(c.ResultSeq))
 	if d == nil || d.get("content") == nil {
 		return nil
 	}
@@ -373,12 +318,13 @@ func (r *renderer) subResult(c *Call) []Part {
 
 // rowData is the data object of a row's event, its wrapper removed (nil
 // without content).
-func rowData(row *Row) data {
-	if row == nil || row.Bytes == nil || row.Count != 1 {
+func (r *renderer) rowData(row *Row) data {
+	if row == nil || row.Count != 1 {
 		return nil
 	}
+	raw := r.raw.bytes(row.raw)
 	var v data
-	if !decodeJSON(row.Bytes, &v) {
+	if raw == nil || !decodeJSON(raw, &v) {
 		return nil
 	}
 	if p, ok := v.get("params", "event").(map[string]any); ok {

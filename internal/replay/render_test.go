@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,7 +55,7 @@ var policyAttr = regexp.MustCompile(`content="default-src [^"]*"`)
 
 // goldenLogs are the logs whose pages are pinned: every dialect of the
 // repository and the seed sample.
-func goldenLogs(t *testing.T) []string {
+func goldenLogs(t testing.TB) []string {
 	t.Helper()
 	logs, err := filepath.Glob(filepath.Join("..", "..", "testdata", "dialects", "*.jsonl"))
 	if err != nil || len(logs) == 0 {
@@ -308,8 +310,8 @@ func TestEveryRowTurnAndCallReachable(t *testing.T) {
 		d := parse(t, b.String())
 		for _, s := range p.Sessions {
 			for _, r := range s.Rows {
-				if !d.ids[r.Anchor] {
-					t.Errorf("%s: row at line %d (%s) has no element %q", path, r.Line, r.Type, r.Anchor)
+				if !d.ids[s.rowID(r)] {
+					t.Errorf("%s: row at line %d (%s) has no element %q", path, r.Line, r.Type, s.rowID(r))
 				}
 				for k := r.Seq; k < r.Seq+int64(r.Count); k++ {
 					if id := s.Prefix + "seq-" + strconv.FormatInt(k, 10); !d.ids[id] && s.rowOf.get(k) == r {
@@ -419,6 +421,8 @@ func TestSources(t *testing.T) {
 {"type":"todo/write","seq":6,"time":1,"data":{"todos":[]},"sourceEventSeqs":[5,8]}
 {"type":"todo/write","seq":7,"time":1,"data":{"todos":[]}}
 {"type":"todo/write","seq":8,"time":1,"data":{"todos":[]},"sourceEventSeqs":[7]}
+{"type":"todo/write","seq":9,"time":1,"data":{"todos":[]},"sourceEventSeqs":[9,3,3]}
+{"type":"todo/write","seq":10,"time":1,"data":{"todos":[]},"sourceEventSeqs":[9]}
 `
 	p, err := Build(strings.NewReader(log), Options{Name: "sources"})
 	if err != nil {
@@ -428,7 +432,7 @@ func TestSources(t *testing.T) {
 	for _, tt := range []struct {
 		seq         int64
 		direct, all string
-	}{{6, "5, 8", "1, 3–5, 8"}, {5, "3–4", "1, 3–4"}, {8, "7", "7"}, {2, "", ""}} {
+	}{{6, "5, 8", "1, 3–5, 8"}, {5, "3–4", "1, 3–4"}, {8, "7", "7"}, {2, "", ""}, {9, "3, 9", "1, 3, 9"}, {10, "9", "1, 3, 9"}} {
 		d, a := s.Sources(tt.seq)
 		if rangesText(d) != tt.direct || rangesText(a) != tt.all {
 			t.Errorf("seq %d: sources %q, transitively %q; want %q, %q", tt.seq, rangesText(d), rangesText(a), tt.direct, tt.all)
@@ -529,4 +533,140 @@ func bodies(t *testing.T, page string) []*html.Node {
 	}
 	walk(root)
 	return out
+}
+
+// longLog is a v4 session of n turns, each a prompt and an answer of some
+// length: long enough to fold, and to outgrow any writer's buffer.
+func longLog(n int) string {
+	var b strings.Builder
+	b.WriteString(`{"type":"session","version":4,"id":"long","createdAt":1,"isSeeded":false,"delegationDepth":0}` + "\n")
+	seq := 0
+	ev := func(typ, data, extra string) {
+		fmt.Fprintf(&b, `{"type":%q,"seq":%d,"time":%d,"data":%s%s}`+"\n", typ, seq, 1000+seq, data, extra)
+		seq++
+	}
+	pad := strings.Repeat("text & <markup> ", 40)
+	for t := 1; t <= n; t++ {
+		ev("turn/start", fmt.Sprintf(`{"turn":%d}`, t), "")
+		ev("step/start", fmt.Sprintf(`{"turn":%d,"step":1}`, t), "")
+		ev("user/message", fmt.Sprintf(`{"role":"user","content":[{"type":"text","text":"prompt %d %s"}]}`, t, pad), `,"surfaceOp":"append"`)
+		ev("assistant/message", fmt.Sprintf(`{"turn":%d,"step":1,"message":{"role":"assistant","content":[{"type":"text","text":"answer %d %s"}]}}`, t, t, pad), `,"surfaceOp":"append"`)
+		ev("step/end", fmt.Sprintf(`{"turn":%d,"step":1}`, t), "")
+		ev("turn/end", fmt.Sprintf(`{"turn":%d,"reason":{"kind":"completed"}}`, t), "")
+	}
+	return b.String()
+}
+
+// failingWriter fails once it has taken n bytes.
+type failingWriter struct{ n int }
+
+func (w *failingWriter) Write(p []byte) (int, error) {
+	if len(p) > w.n {
+		return 0, errBroken
+	}
+	w.n -= len(p)
+	return len(p), nil
+}
+
+// TestRenderStreams: a page is written as its blocks are rendered; a
+// writer that fails midway stops the rendering, its error returned and no
+// worker left behind (TestMain's leak check).
+func TestRenderStreams(t *testing.T) {
+	p, err := Build(strings.NewReader(longLog(500)), Options{Name: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var whole bytes.Buffer
+	if err := Render(&whole, p, RenderOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := checkInert(t, "long", whole.String())
+	if !d.ids["turn-500"] || !strings.Contains(whole.String(), "data-folded") {
+		t.Fatalf("the page of 500 turns lacks its last turn, or is not folded")
+	}
+	for _, at := range []int{0, 1 << 10, whole.Len() / 2, whole.Len() - 1} {
+		if err := Render(&failingWriter{n: at}, p, RenderOptions{}); !errors.Is(err, errBroken) {
+			t.Errorf("a writer failing at byte %d of %d: got %v", at, whole.Len(), err)
+		}
+	}
+}
+
+// TestFindPage: for every turn, step, call and row element of the
+// repository's logs, the page FindPage names, rendered as a window,
+// holds that element.
+func TestFindPage(t *testing.T) {
+	found := 0
+	for _, path := range repoLogs(t) {
+		if filepath.Base(path) == "unsupported-version.jsonl" {
+			continue
+		}
+		p := buildFile(t, path, Options{})
+		var whole bytes.Buffer
+		if err := Render(&whole, p, RenderOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		s := p.Sessions[0]
+		for _, n := range []int{1, 2} {
+			pages := s.Pages(n)
+			windows := make([]dom, len(pages))
+			for i, pg := range pages {
+				var b bytes.Buffer
+				if err := Render(&b, p, RenderOptions{Window: &Window{From: pg[0], To: pg[1]}}); err != nil {
+					t.Fatal(err)
+				}
+				windows[i] = parse(t, b.String())
+			}
+			for id := range parse(t, whole.String()).ids {
+				rest, ok := cutPrefix(id, s.Prefix)
+				if !ok || !slices.ContainsFunc([]string{"turn-", "step-", "call-", "seq-", "line-"}, func(k string) bool { return strings.HasPrefix(rest, k) }) {
+					continue
+				}
+				i, ok := s.FindPage(n, id)
+				switch {
+				case !ok:
+					t.Errorf("%s, %d turns a page: no page holds %q", path, n, id)
+				case !windows[i].ids[id]:
+					t.Errorf("%s, %d turns a page: page %d, said to hold %q, does not", path, n, i+1, id)
+				default:
+					found++
+				}
+			}
+		}
+	}
+	if found < 1000 {
+		t.Errorf("only %d elements found", found)
+	}
+}
+
+// rangeList writes numbers as the page's data attributes do.
+func rangeList(ns []int64) string {
+	var h hbuf
+	writeRanges(&h, ns)
+	return h.String()
+}
+
+// TestRenderConcurrently: a server renders one built page for several
+// requests at once; each gets the same page (run with -race, nothing of
+// the page is written while rendering).
+func TestRenderConcurrently(t *testing.T) {
+	p, err := Build(strings.NewReader(longLog(400)), Options{Name: "long"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want bytes.Buffer
+	if err := Render(&want, p, RenderOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]bytes.Buffer, 4)
+	errs := make([]error, len(got))
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() { errs[i] = Render(&got[i], p, RenderOptions{}) })
+	}
+	wg.Wait()
+	for i := range got {
+		if errs[i] != nil || !bytes.Equal(got[i].Bytes(), want.Bytes()) {
+			t.Errorf("rendering %d: %v, %d bytes, want %d", i, errs[i], got[i].Len(), want.Len())
+		}
+	}
 }

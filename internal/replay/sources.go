@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"slices"
 	"strconv"
 )
@@ -24,8 +25,11 @@ func ranges(seqs []int64) []Range {
 	if len(seqs) == 0 {
 		return nil
 	}
-	s := slices.Clone(seqs)
-	slices.Sort(s)
+	s := seqs
+	if !slices.IsSorted(s) {
+		s = slices.Clone(seqs)
+		slices.Sort(s)
+	}
 	out := []Range{{s[0], s[0]}}
 	for _, q := range s[1:] {
 		last := &out[len(out)-1]
@@ -45,35 +49,53 @@ func ranges(seqs []int64) []Range {
 // `dshtrace query --sources SEQ [--transitive]` finds them: only citations
 // of events at or before seq count.
 func (s *Session) Sources(seq int64) (direct, all []Range) {
-	first := s.cites[seq]
-	if len(first) == 0 {
+	direct = s.cites[seq]
+	if len(direct) == 0 {
 		return nil, nil
 	}
-	direct = ranges(first)
-	if !slices.ContainsFunc(first, func(q int64) bool { return q <= seq && len(s.cites[q]) > 0 }) {
+	all = direct
+	followed := map[int64]bool{}
+	queue := slices.Clone(direct)
+	for len(queue) > 0 {
+		x := queue[0]
+		queue = queue[1:]
+		for _, c := range s.citersIn(x.Lo, min(x.Hi, seq)) {
+			if followed[c] {
+				continue
+			}
+			followed[c] = true
+			queue = append(queue, s.cites[c]...)
+			all = append(slices.Clip(all), s.cites[c]...)
+		}
+	}
+	if len(followed) == 0 {
 		return direct, direct // what it cites cites nothing (a message's chunks)
 	}
-	seen := map[int64]bool{}
-	queue := slices.Clone(first)
-	for _, q := range queue {
-		seen[q] = true
+	return direct, merge(all)
+}
+
+// citersIn are the seqs from lo to hi of events that cite others.
+func (s *Session) citersIn(lo, hi int64) []int64 {
+	i, _ := slices.BinarySearch(s.citers, lo)
+	j := i
+	for j < len(s.citers) && s.citers[j] <= hi {
+		j++
 	}
-	for len(queue) > 0 {
-		q := queue[0]
-		queue = queue[1:]
-		if q > seq {
+	return s.citers[i:j]
+}
+
+// merge sorts ranges and joins those that overlap or touch.
+func merge(rs []Range) []Range {
+	rs = slices.Clone(rs)
+	slices.SortFunc(rs, func(a, b Range) int { return cmp.Compare(a.Lo, b.Lo) })
+	out := rs[:1]
+	for _, r := range rs[1:] {
+		last := &out[len(out)-1]
+		if r.Lo <= last.Hi || r.Lo-1 == last.Hi {
+			last.Hi = max(last.Hi, r.Hi)
 			continue
 		}
-		for _, c := range s.cites[q] {
-			if !seen[c] {
-				seen[c] = true
-				queue = append(queue, c)
-			}
-		}
+		out = append(out, r)
 	}
-	flat := make([]int64, 0, len(seen))
-	for q := range seen {
-		flat = append(flat, q)
-	}
-	return direct, ranges(flat)
+	return out
 }

@@ -10,16 +10,16 @@ import (
 // millions of values to write, and a template action costs a reflective
 // call each. Every value goes through html/template's escaper (hbuf.text).
 
-// turn writes a turn: its summary line and, unless folded (body nil), its
-// body.
-func (r *renderer) turn(h *hbuf, t *Turn, open bool, folded *blockView) {
+// turn writes a turn: its summary line and its body — or, folded, the
+// body compressed (nil: not folded).
+func (r *renderer) turn(h *hbuf, t *Turn, open bool, folded []byte) {
 	h.raw(`<details class="turn" id="`)
 	h.text(t.Anchor)
 	h.raw(`" data-reason="`)
 	h.text(t.Reason.Kind)
 	h.raw(`"`)
 	if folded != nil {
-		r.holds(h, folded)
+		r.holds(h, t.Rows, t)
 	} else if open {
 		h.raw(` open`)
 	}
@@ -34,21 +34,11 @@ func (r *renderer) turn(h *hbuf, t *Turn, open bool, folded *blockView) {
 	h.raw("</div>\n</details>")
 }
 
-// holds writes a folded block's attributes: what it holds (fold.go).
-func (r *renderer) holds(h *hbuf, v *blockView) {
-	h.raw(` data-folded`)
-	for _, a := range [...][2]string{{"data-seq", v.Seq}, {"data-m", v.M}, {"data-line", v.Line}, {"data-ids", v.IDs}} {
-		h.raw(` ` + a[0] + `="`)
-		h.text(a[1])
-		h.raw(`"`)
-	}
-}
-
 // foldedBody writes a folded block's body: compressed, in a hidden
 // element's text (a browser reads text far faster than a long attribute).
-func (r *renderer) foldedBody(h *hbuf, v *blockView) {
+func (r *renderer) foldedBody(h *hbuf, z []byte) {
 	h.raw(`<div hidden class="z">`)
-	h.text(v.Z)
+	h.base64(z)
 	h.raw(`</div><p class="note-line">Unfolding…</p>`)
 }
 
@@ -75,6 +65,30 @@ func (r *renderer) turnSummary(h *hbuf, t *Turn) {
 // turnBody writes what a turn holds: when and where it is, how it ended
 // when that is not plain, the prompt, its notes, its steps, its rows.
 func (r *renderer) turnBody(h *hbuf, t *Turn) {
+	r.turnFacts(h, t)
+	r.turnEnding(h, t)
+	if m := r.msg(t.Prompt); m != nil && t.Prompt >= 0 {
+		h.raw("\n")
+		r.message(h, m)
+	}
+	if len(t.Notes) > 0 {
+		h.raw("\n")
+		r.notes(h, t.Notes)
+	}
+	h.raw("\n")
+	for _, st := range t.Steps {
+		r.step(h, st)
+	}
+	h.raw("<details class=\"rows\"><summary>Log rows of the turn (")
+	h.raw(strconv.Itoa(len(t.Rows)))
+	h.raw(")</summary>\n")
+	r.rows(h, t.Rows)
+	h.raw("</details>\n")
+}
+
+// turnFacts writes a turn's line of facts: when it started, its seqs, its
+// trace, and whether it is a fork's copy.
+func (r *renderer) turnFacts(h *hbuf, t *Turn) {
 	h.raw("\n<p class=\"note-line\">")
 	h.text(when(t.StartTime))
 	h.raw(" · seqs " + strconv.FormatInt(t.StartSeq, 10) + "–")
@@ -99,6 +113,11 @@ func (r *renderer) turnBody(h *hbuf, t *Turn) {
 		h.raw(" · inherited from the parent session (its trace is the parent's)")
 	}
 	h.raw("</p>")
+}
+
+// turnEnding says how a turn ended when its reason does not say it all:
+// dangling (and why), failed (with what message), or closed late.
+func (r *renderer) turnEnding(h *hbuf, t *Turn) {
 	if t.Dangling() {
 		h.raw("\n<p class=\"note-line r-dangling\">dsh never closed this turn: it is closed as dangling (")
 		h.text(t.DanglingCause)
@@ -128,41 +147,24 @@ func (r *renderer) turnBody(h *hbuf, t *Turn) {
 		}
 		h.raw(".</div>")
 	}
-	if m := r.msg(t.Prompt); m != nil && t.Prompt >= 0 {
-		h.raw("\n")
-		r.message(h, m)
-	}
-	if len(t.Notes) > 0 {
-		h.raw("\n")
-		r.notes(h, t.Notes)
-	}
-	h.raw("\n")
-	for _, st := range t.Steps {
-		r.step(h, st)
-	}
-	h.raw("<details class=\"rows\"><summary>Log rows of the turn (")
-	h.raw(strconv.Itoa(len(t.Rows)))
-	h.raw(")</summary>\n")
-	rowsHTML(h, r.s, t.Rows)
-	h.raw("</details>\n")
 }
 
 // gap writes the rows between turns.
-func (r *renderer) gap(h *hbuf, b *Block, folded *blockView) {
+func (r *renderer) gap(h *hbuf, b *Block, folded []byte) {
 	h.raw(`<div class="gap"><details class="rows"`)
 	if folded != nil {
-		r.holds(h, folded)
+		r.holds(h, b.Rows, nil)
 	}
 	h.raw(`><summary>`)
 	h.text(plural(len(b.Rows), "row"))
 	h.raw(" outside any turn")
 	if len(b.Rows) > 0 {
 		h.raw(", from ")
-		h.text(rowSeq(b.Rows[0]))
+		h.rowSeq(b.Rows[0])
 	}
 	h.raw("</summary>\n<div class=\"turn-body\">")
 	if folded == nil {
-		rowsHTML(h, r.s, b.Rows)
+		r.rows(h, b.Rows)
 	} else {
 		r.foldedBody(h, folded)
 	}
@@ -218,44 +220,15 @@ func (r *renderer) context(h *hbuf, st *Step) {
 	if ctxOpen(c) {
 		h.raw(" open")
 	}
-	h.raw(">\n<summary>What the model saw: ")
-	h.raw(plural(c.Len, "message"))
-	if c.Base != nil {
-		h.raw(", " + strconv.Itoa(len(c.Messages)) + " new since step " + stepLabel(c.Base))
-	}
-	if hd := st.Header; hd != nil {
-		h.raw(" · ")
-		h.link(r.seqID(hd.Seq), "request/header")
-		if len(hd.Tools) > 0 {
-			h.raw(" with " + plural(len(hd.Tools), "tool"))
-		}
-	}
-	h.raw("</summary>")
+	h.raw(">\n")
+	r.contextSummary(h, st)
 	if c.Carried > 0 {
 		h.raw("\n<div class=\"carried\">↳ first, the " + plural(c.Carried, "message") + " the model saw in ")
 		h.link(c.Base.Anchor, "step "+stepLabel(c.Base))
 		h.raw("</div>")
 	}
 	if hd := st.Header; hd != nil {
-		if hd.System != "" {
-			h.raw("\n<div class=\"msg system\"><div class=\"who\">System prompt of the ")
-			h.link(r.seqID(hd.Seq), "request/header")
-			h.raw("</div>")
-			clipped(h, "div", "text", hd.System)
-			h.raw("</div>")
-		}
-		if len(hd.Tools) > 0 {
-			h.raw("\n<p class=\"note-line\">Tools offered: ")
-			for i, t := range hd.Tools {
-				if i > 0 {
-					h.raw(", ")
-				}
-				h.raw("<code>")
-				h.text(t)
-				h.raw("</code>")
-			}
-			h.raw("</p>")
-		}
+		r.requestHeader(h, hd)
 	}
 	for i, m := range c.Messages {
 		h.raw("\n")
@@ -268,6 +241,49 @@ func (r *renderer) context(h *hbuf, st *Step) {
 	h.raw("\n</details>")
 }
 
+// contextSummary writes a context's line: how many messages, how many
+// new since the step it continues, and the request header in effect.
+func (r *renderer) contextSummary(h *hbuf, st *Step) {
+	c := st.Context
+	h.raw("<summary>What the model saw: ")
+	h.raw(plural(c.Len, "message"))
+	if c.Base != nil {
+		h.raw(", " + strconv.Itoa(len(c.Messages)) + " new since step " + stepLabel(c.Base))
+	}
+	if hd := st.Header; hd != nil {
+		h.raw(" · ")
+		h.link(r.seqID(hd.Seq), "request/header")
+		if len(hd.Tools) > 0 {
+			h.raw(" with " + plural(len(hd.Tools), "tool"))
+		}
+	}
+	h.raw("</summary>")
+}
+
+// requestHeader writes what a request header gives the model besides the
+// messages: its system prompt (dsh v0–v2) and the tools offered.
+func (r *renderer) requestHeader(h *hbuf, hd *RequestHeader) {
+	if hd.System != "" {
+		h.raw("\n<div class=\"msg system\"><div class=\"who\">System prompt of the ")
+		h.link(r.seqID(hd.Seq), "request/header")
+		h.raw("</div>")
+		clipped(h, "div", "text", hd.System)
+		h.raw("</div>")
+	}
+	if len(hd.Tools) > 0 {
+		h.raw("\n<p class=\"note-line\">Tools offered: ")
+		for i, t := range hd.Tools {
+			if i > 0 {
+				h.raw(", ")
+			}
+			h.raw("<code>")
+			h.text(t)
+			h.raw("</code>")
+		}
+		h.raw("</p>")
+	}
+}
+
 func stepLabel(st *Step) string {
 	return strconv.FormatInt(st.Turn, 10) + "." + strconv.FormatInt(st.Number, 10)
 }
@@ -277,7 +293,7 @@ func (r *renderer) message(h *hbuf, m *Msg) {
 	h.raw(`<div class="msg `)
 	h.text(m.Role)
 	h.raw(`" id="`)
-	h.text(r.s.homes[m.Seq])
+	h.home(r.s, m.Seq)
 	h.raw(`"><div class="who">`)
 	h.text(roleName(m.Role))
 	r.seqLink(h, m.Seq)
@@ -352,7 +368,7 @@ func (r *renderer) attempt(h *hbuf, a *Attempt) {
 		return
 	}
 	h.raw(`<div class="msg answer" id="`)
-	h.text(r.s.homes[m.Seq])
+	h.home(r.s, m.Seq)
 	h.raw(`"><div class="who">answer`)
 	r.seqLink(h, m.Seq)
 	h.raw(`<span class="faint">`)
@@ -363,9 +379,35 @@ func (r *renderer) attempt(h *hbuf, a *Attempt) {
 	h.raw("</div>")
 }
 
-// call writes a tool call with its result, paired by the turn model, and
-// its nested dispatches.
+// call writes a tool call: its head line, its arguments and result, its
+// error and approvals, and its nested dispatches.
 func (r *renderer) call(h *hbuf, c *Call) {
+	h.raw(`<div class="call" id="`)
+	h.text(c.Anchor)
+	h.raw(`">`)
+	r.callHead(h, c)
+	h.raw("\n<div class=\"body\">")
+	r.callArguments(h, c)
+	r.callResult(h, c)
+	if c.Error != "" {
+		h.raw("\n<div class=\"kv\"><span class=\"k\">error</span><div><pre>")
+		h.text(c.Error)
+		h.raw("</pre></div></div>")
+	}
+	if len(c.Notes) > 0 {
+		h.raw("\n")
+		r.notes(h, c.Notes)
+	}
+	for _, sub := range c.Subs {
+		h.raw("\n")
+		r.call(h, sub)
+	}
+	h.raw("\n</div></div>")
+}
+
+// callHead writes a call's line: tool, call id, outcome, latency, its
+// rows, and the subagent it started.
+func (r *renderer) callHead(h *hbuf, c *Call) {
 	id := c.CallID
 	if c.SubCallID != "" {
 		id = c.SubCallID
@@ -374,9 +416,7 @@ func (r *renderer) call(h *hbuf, c *Call) {
 	if name == "" {
 		name = "(unnamed tool)"
 	}
-	h.raw(`<div class="call" id="`)
-	h.text(c.Anchor)
-	h.raw(`"><div class="head"><span class="tool">`)
+	h.raw(`<div class="head"><span class="tool">`)
 	h.text(name)
 	h.raw(`</span><code class="faint">`)
 	h.text(id)
@@ -409,20 +449,32 @@ func (r *renderer) call(h *hbuf, c *Call) {
 		r.sessionLink(h, child)
 		h.raw("</span>")
 	}
-	h.raw("</div>\n<div class=\"body\">")
-	if !r.p.NoContent {
-		args := c.Arguments
-		if c.SubCallID != "" {
-			args = r.subArgs(c)
-		} else {
-			args = Indent(args)
-		}
-		if args != "" {
-			h.raw("\n<div class=\"kv\"><span class=\"k\">arguments</span><div>")
-			clipped(h, "pre", "json", args)
-			h.raw("</div></div>")
-		}
+	h.raw("</div>")
+}
+
+// callArguments writes what a call was given (with content): a tool
+// call's arguments as logged, a dispatch's from its row.
+func (r *renderer) callArguments(h *hbuf, c *Call) {
+	if r.p.NoContent {
+		return
 	}
+	var args string
+	if c.SubCallID != "" {
+		args = r.subArgs(c)
+	} else {
+		args = Indent(c.Arguments)
+	}
+	if args != "" {
+		h.raw("\n<div class=\"kv\"><span class=\"k\">arguments</span><div>")
+		clipped(h, "pre", "json", args)
+		h.raw("</div></div>")
+	}
+}
+
+// callResult writes what a call returned: a dispatch's content from its
+// row, a tool result's message — shown here, its home — or that the log
+// has none.
+func (r *renderer) callResult(h *hbuf, c *Call) {
 	switch m := r.msg(c.ResultSeq); {
 	case c.SubCallID != "":
 		if ps := r.subResult(c); len(ps) > 0 && !r.p.NoContent {
@@ -432,7 +484,7 @@ func (r *renderer) call(h *hbuf, c *Call) {
 		}
 	case m != nil && c.ResultSeq >= 0:
 		h.raw("\n<div class=\"kv\"><span class=\"k\">result</span><div id=\"")
-		h.text(r.s.homes[m.Seq])
+		h.home(r.s, m.Seq)
 		h.raw("\">")
 		if r.p.NoContent {
 			r.content(h, nil)
@@ -444,20 +496,6 @@ func (r *renderer) call(h *hbuf, c *Call) {
 	case c.ResultSeq < 0:
 		h.raw("\n<p class=\"note-line\">No result in the log.</p>")
 	}
-	if c.Error != "" {
-		h.raw("\n<div class=\"kv\"><span class=\"k\">error</span><div><pre>")
-		h.text(c.Error)
-		h.raw("</pre></div></div>")
-	}
-	if len(c.Notes) > 0 {
-		h.raw("\n")
-		r.notes(h, c.Notes)
-	}
-	for _, sub := range c.Subs {
-		h.raw("\n")
-		r.call(h, sub)
-	}
-	h.raw("\n</div></div>")
 }
 
 // sessionLink writes a link to another session (and to the call that
