@@ -2,8 +2,16 @@ package turnstate
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"sync"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/collector/client"
+
+	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
+	"github.com/dshtrace/dshtrace/internal/changelog/changelogtest"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"go.opentelemetry.io/collector/consumer/consumertest"
@@ -49,55 +57,102 @@ func BenchmarkConsumeLogs(b *testing.B) {
 	b.ReportMetric(float64(events)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
 }
 
-// BenchmarkChangelogCost measures what the changelog journal costs: the
-// same corpus sessions, in batches of 16 records (each batch one pass and
-// one changelog write), through a connector journaling to an in-process
-// kfake cluster. It reports the records and bytes (keys, values and the
-// writer header) written per event, and events/s with the broker round
-// trips (on loopback, in process: a lower bound of a real broker's cost).
+// BenchmarkChangelogCost measures what the changelog journal costs, the way
+// the kafka receiver drives the connector: 24 partitions consumed at once,
+// each a goroutine handing its messages (one session's batch of 16 corpus
+// records each, offsets in order, in the receiver's client metadata) to
+// ConsumeLogs one after the other. The journal is off, or on an
+// in-process kfake cluster that answers each request rtt late (a network
+// round trip). It reports events/s, and for the changelog the records and
+// bytes (keys, values and the writer header) written per event and the
+// batches that read the changelog to its end.
 func BenchmarkChangelogCost(b *testing.B) {
-	var bs []plog.Logs
-	events := 0
-	for _, rel := range []string{
+	const partitions = 24
+	files := []string{
 		"v0/apps/web/tests/snapshots/goal-multi-turn-actions/session.jsonl",
 		"v4/snapshots/sdk/tool-error-details/session.v4.jsonl",
 		"v4/snapshots/sdk/max-tokens-continue/session.v4.jsonl",
 		"v0/examples/acp-agent/tests/snapshots/parallel-tool-calls/session.jsonl",
-	} {
-		ld, n := buildRecords(b, corpusPath(b, rel), "s-"+rel)
-		events += n
-		for _, batch := range batches(ld, 16) {
-			batch.MarkReadOnly()
-			bs = append(bs, batch)
-		}
 	}
-	ctx := context.Background()
-	var records, bytes int64
-	b.ResetTimer()
-	for range b.N {
-		cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
-		if err != nil {
-			b.Fatal(err)
-		}
-		cfg := createDefaultConfig()
-		cfg.Changelog = &ChangelogConfig{Brokers: cluster.ListenAddrs(), Owner: "bench", Partitions: 4, Timeout: 10 * time.Second}
-		h := newHarness(b, cfg, consumertest.NewNop(), consumertest.NewNop())
-		h.start()
-		for _, batch := range bs {
-			if err := h.toTr.ConsumeLogs(ctx, batch); err != nil {
-				b.Fatal(err)
+	msgs := make([][]plog.Logs, partitions) // per partition, in offset order
+	events := 0
+	for p := range partitions {
+		for _, rel := range files {
+			ld, n := buildRecords(b, corpusPath(b, rel), fmt.Sprintf("s-%d-%s", p, rel))
+			events += n
+			for _, batch := range batches(ld, 16) {
+				batch.MarkReadOnly()
+				msgs[p] = append(msgs[p], batch)
 			}
 		}
-		st := h.core().journal.log.Stats()
-		records, bytes = records+st.Records, bytes+st.Bytes
-		if err := h.toTr.Shutdown(ctx); err != nil {
-			b.Fatal(err)
-		}
-		cluster.Close()
 	}
-	n := float64(events) * float64(b.N)
-	b.ReportMetric(float64(records)/n, "records/event")
-	b.ReportMetric(float64(bytes)/n, "bytes/event")
-	b.ReportMetric(float64(len(bs))*float64(b.N)/n, "batches/event")
-	b.ReportMetric(n/b.Elapsed().Seconds(), "events/s")
+	for _, journal := range []bool{false, true} {
+		for _, rtt := range []time.Duration{0, 2 * time.Millisecond} {
+			if !journal && rtt > 0 {
+				continue
+			}
+			name := "journal=none"
+			if journal {
+				name = fmt.Sprintf("journal=changelog/rtt=%s", rtt)
+			}
+			b.Run(name, func(b *testing.B) {
+				var records, bytes, reads int64
+				for range b.N {
+					cfg := createDefaultConfig()
+					if journal {
+						cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
+						if err != nil {
+							b.Fatal(err)
+						}
+						defer cluster.Close()
+						changelogtest.Delay(cluster, rtt)
+						cfg.Changelog = &ChangelogConfig{Brokers: cluster.ListenAddrs(), Owner: "bench", Partitions: partitions, Timeout: 10 * time.Second}
+					}
+					h := newHarness(b, cfg, consumertest.NewNop(), consumertest.NewNop())
+					h.start()
+					consumePartitions(b, h, msgs)
+					if journal {
+						st := h.core().journal.log.Stats()
+						records, bytes = records+st.Records, bytes+st.Bytes
+						reads += h.selfSum(metadata.MetricViewSyncs)
+					}
+					if err := h.toTr.Shutdown(context.Background()); err != nil {
+						b.Fatal(err)
+					}
+				}
+				n := float64(events) * float64(b.N)
+				if journal {
+					b.ReportMetric(float64(records)/n, "records/event")
+					b.ReportMetric(float64(bytes)/n, "bytes/event")
+					b.ReportMetric(float64(reads)/float64(b.N), "reads/run")
+				}
+				b.ReportMetric(n/b.Elapsed().Seconds(), "events/s")
+			})
+		}
+	}
+}
+
+// consumePartitions hands each partition's messages to the connector from
+// a goroutine of its own, in order, with the kafka receiver's metadata.
+func consumePartitions(b testing.TB, h *harness, msgs [][]plog.Logs) {
+	var wg sync.WaitGroup
+	errs := make(chan error, len(msgs))
+	for p, ms := range msgs {
+		wg.Go(func() {
+			for off, ld := range ms {
+				ctx := client.NewContext(context.Background(), client.Info{Metadata: client.NewMetadata(map[string][]string{
+					"kafka.topic": {"dsh-session-events"}, "kafka.partition": {strconv.Itoa(p)}, "kafka.offset": {strconv.Itoa(off)},
+				})})
+				if err := h.toTr.ConsumeLogs(ctx, ld); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		b.Fatal(err)
+	}
 }

@@ -82,7 +82,16 @@ type core struct {
 	// writes are made under drainMu (journal.go).
 	journal *journal
 
-	// The gauges' values, kept current by record (and lag by writeJournal)
+	// positions are the session topic's offsets this instance consumed
+	// last, guarded by drainMu (handover.go).
+	positions positions
+
+	// writing counts the changelog writes started and not yet waited for
+	// (journal.go); Add under drainMu, so a pass that must not overlap
+	// them (the sweep, the final pass) waits for them there.
+	writing sync.WaitGroup
+
+	// The gauges' values, kept current by record (and lag by finishJournal)
 	// so the telemetry callback never takes mu.
 	open, sessions, lag, heldTurns atomic.Int64
 
@@ -122,16 +131,17 @@ func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core
 	ec.Observer = series
 	e := turnengine.New(ec)
 	c := &core{
-		cfg:    cfg,
-		logger: set.Logger,
-		self:   set.ID,
-		clock:  clock,
-		engine: e,
-		series: series,
-		reader: logrecord.NewReader(cfg.MaxSessions),
-		stats:  e.Stats(),
-		stop:   make(chan struct{}),
-		done:   make(chan struct{}),
+		cfg:       cfg,
+		logger:    set.Logger,
+		self:      set.ID,
+		clock:     clock,
+		engine:    e,
+		series:    series,
+		reader:    logrecord.NewReader(cfg.MaxSessions),
+		stats:     e.Stats(),
+		positions: positions{},
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 	// As many as the file transport's readers (GOMAXPROCS+1): none of them
 	// waits for a scratch while the batches before its own are applied,
@@ -174,6 +184,10 @@ type pass struct {
 	// final is the shutdown pass: the core is closed for good, and the
 	// cumulative metrics go out after the turns.
 	final bool
+	// exclusive waits for the journal writes in flight before it applies
+	// anything: a pass that may touch any session (the sweep) never works
+	// on one whose last write has not landed.
+	exclusive bool
 }
 
 // settle is the one path by which the turn state changes and closed turns
@@ -186,7 +200,10 @@ type pass struct {
 //     self-telemetry up to date;
 //  2. under drainMu: hand the drained turns to the traces consumer (and
 //     for the final pass the metrics to the metrics consumer);
-//  3. under drainMu: write the journal, in one storage batch.
+//  3. under drainMu: start the journal write, in one storage batch;
+//  4. under no lock: wait for it. With the changelog the writes of passes
+//     that follow one another closely share a round trip to the brokers;
+//     they are started in pass order, and land in it.
 //
 // It guarantees:
 //   - the journal lets go of a turn (its records deleted, its session's
@@ -213,9 +230,20 @@ type pass struct {
 // consumer is counted and logged: the next flush carries the cumulative
 // values.
 func (c *core) settle(ctx context.Context, p pass) error {
+	w, err := c.settleOrdered(ctx, p)
+	if err != nil {
+		return err
+	}
+	return c.finishJournal(ctx, w)
+}
+
+// settleOrdered is settle's steps 1 to 3, under drainMu.
+func (c *core) settleOrdered(ctx context.Context, p pass) (journalWrite, error) {
 	c.drainMu.Lock()
 	defer c.drainMu.Unlock()
-
+	if p.exclusive || p.final {
+		c.writing.Wait()
+	}
 	if err := c.offerHeld(ctx); err != nil {
 		if p.final {
 			c.mu.Lock()
@@ -223,17 +251,17 @@ func (c *core) settle(ctx context.Context, p pass) error {
 			c.mu.Unlock()
 			c.shutdownHeld(ctx)
 		}
-		return err
+		return journalWrite{}, err
 	}
 	if p.prepare != nil {
 		if err := p.prepare(ctx); err != nil {
-			return err
+			return journalWrite{}, err
 		}
 	}
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
-		return errShutdown
+		return journalWrite{}, errShutdown
 	}
 	if p.final {
 		c.closed = true
@@ -263,13 +291,13 @@ func (c *core) settle(ctx context.Context, p pass) error {
 			if p.final {
 				c.shutdownHeld(ctx)
 			}
-			return err
+			return journalWrite{}, err
 		}
 		if p.final && metrics != nil {
 			c.emitMetrics(ctx, metrics, md)
 		}
 	}
-	return c.writeJournal(ctx, ops)
+	return c.startJournal(ctx, ops), nil
 }
 
 // consume applies one batch of log records. With a changelog the view is
@@ -316,11 +344,19 @@ func (c *core) consume(ctx context.Context, ld plog.Logs) error {
 func (c *core) consumeSynced(ctx context.Context, ld plog.Logs) error {
 	var synced time.Duration
 	return c.settle(ctx, pass{prepare: func(ctx context.Context) error {
+		if c.positions.follows(ctx) && !c.restores(ld) {
+			return nil
+		}
+		// The view is read to the topic's end once this instance's own
+		// writes are in it: a session let go of while its last write was
+		// in flight is then restored from that write.
+		c.writing.Wait()
 		var err error
 		if synced, err = c.syncView(ctx); err != nil {
 			c.tel.RestoreFailures.Add(ctx, 1)
 			return errRestore(err)
 		}
+		c.tel.ViewSyncs.Add(ctx, 1)
 		return nil
 	}, change: func(now time.Time) map[string]*kept {
 		c.ingested = true
@@ -351,7 +387,7 @@ func (c *core) consumeSynced(ctx context.Context, ld plog.Logs) error {
 // that is no longer this instance's; without a sync there is no sweep.
 func (c *core) sweep(ctx context.Context) {
 	synced := true
-	err := c.settle(ctx, pass{prepare: func(ctx context.Context) error {
+	err := c.settle(ctx, pass{exclusive: true, prepare: func(ctx context.Context) error {
 		if _, err := c.syncView(ctx); err != nil {
 			synced = false
 			return err
@@ -365,7 +401,7 @@ func (c *core) sweep(ctx context.Context) {
 	switch {
 	case err == nil || errors.Is(err, errShutdown):
 	case errors.Is(err, errHeld), errors.Is(err, errJournalWrite):
-		// Said once when it began (held.go, writeJournal); the next pass
+		// Said once when it began (held.go, finishJournal); the next pass
 		// tries again.
 	case !synced:
 		c.logger.Warn("Changelog unreadable; the sweep waits for it", zap.Error(err))

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
@@ -47,6 +48,43 @@ import (
 // offset, where the new owner starts; what the old owner journaled past it
 // comes again and is dropped against the mark (events_redelivered).
 
+// positions skip the read barrier while ownership has not changed. The
+// kafka receiver puts each message's topic, partition and offset in the
+// client metadata of the context it calls ConsumeLogs with. A batch whose
+// offset directly follows the last one this instance consumed from that
+// partition was not preceded by anyone else's: no other instance consumed
+// the partition in between (it would have started at the committed offset,
+// past ours, and we would start past its), so no session of the batch can
+// have a changelog write that this instance has not made itself. Only the
+// first batch of a partition after an assignment, a gap (a message
+// consumed elsewhere, a retried batch, a transaction marker) or a batch
+// without the metadata (another receiver, a processor that regroups)
+// waits for the barrier. Guarded by drainMu.
+type positions map[partitionKey]int64
+
+type partitionKey struct {
+	topic     string
+	partition string
+}
+
+// follows reports whether the batch of ctx directly follows the last batch
+// consumed from its partition, and records it as the last.
+func (ps positions) follows(ctx context.Context) bool {
+	md := client.FromContext(ctx).Metadata
+	topic, part, off := md.Get("kafka.topic"), md.Get("kafka.partition"), md.Get("kafka.offset")
+	if len(topic) != 1 || len(part) != 1 || len(off) != 1 {
+		return false
+	}
+	o, err := strconv.ParseInt(off[0], 10, 64)
+	if err != nil {
+		return false
+	}
+	k := partitionKey{topic[0], part[0]}
+	last, seen := ps[k]
+	ps[k] = o
+	return seen && o == last+1
+}
+
 // changelogStore is the journal's store on a changelog.
 type changelogStore struct {
 	log     *changelog.Log
@@ -62,6 +100,32 @@ func (s changelogStore) Get(_ context.Context, key string) ([]byte, error) {
 // is cancelled (the kafka receiver cancels it when the partition is
 // revoked): a pass that applied a batch finishes its write.
 func (s changelogStore) Batch(ctx context.Context, ops ...*storage.Operation) error {
+	return s.Start(ctx, ops...)()
+}
+
+// Start starts the write of the operations and returns what waits for it
+// (journal.go, startJournal): the writes of concurrent passes share their
+// round trips to the brokers.
+func (s changelogStore) Start(ctx context.Context, ops ...*storage.Operation) func() error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+	p := s.log.Start(ctx, changelogOps(ops))
+	return func() error {
+		defer cancel()
+		return p.Wait()
+	}
+}
+
+// Close waits for the writes in flight, then closes the changelog.
+func (s changelogStore) Close(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+	defer cancel()
+	err := s.log.Flush(ctx)
+	s.log.Close()
+	return err
+}
+
+// changelogOps are the storage operations as changelog records.
+func changelogOps(ops []*storage.Operation) []changelog.Op {
 	cops := make([]changelog.Op, 0, len(ops))
 	for _, op := range ops {
 		switch op.Type {
@@ -71,14 +135,7 @@ func (s changelogStore) Batch(ctx context.Context, ops ...*storage.Operation) er
 			cops = append(cops, changelog.Op{Key: op.Key})
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
-	defer cancel()
-	return s.log.Write(ctx, cops)
-}
-
-func (s changelogStore) Close(context.Context) error {
-	s.log.Close()
-	return nil
+	return cops
 }
 
 // sessionGroup is a journal key's session part (`s/"ID"`), which picks its
@@ -183,6 +240,25 @@ func (c *core) handOver(ctx context.Context) {
 		c.tel.TurnsHandedOver.Add(ctx, turns)
 		c.logger.Info("Sessions taken over by another instance let go of", zap.Int64("sessions", sessions), zap.Int64("open_turns", turns))
 	}
+}
+
+// restores reports whether a batch brings a session the engine does not
+// hold and the changelog view has keys of: a session restored from the
+// changelog is always restored after the read barrier, so that it carries
+// on from the session's latest write, whoever made it. Callers hold
+// drainMu.
+func (c *core) restores(ld plog.Logs) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, id := range batchSessions(ld) {
+		if _, held := c.engine.Mark(id); held {
+			continue
+		}
+		if keys, _ := c.journal.log.Keys(sessionKey(id)); len(keys) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // restoreFirstSight resumes, before a batch is applied, each session of

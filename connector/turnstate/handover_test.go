@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configtls"
@@ -144,6 +146,95 @@ func TestChangelogHandOverMidTurn(t *testing.T) {
 			})
 		}
 	}
+}
+
+// With the kafka receiver's metadata on every batch, an instance reads the
+// changelog to its end only for the first batch of a partition after it
+// was assigned; the batches that follow on from its own go without the
+// round trip, and the hand-over is still exact: a session's partition
+// moves from A to B mid-turn and back, and together they emit what one
+// uninterrupted instance emits.
+func TestChangelogReadOnlyAfterAMove(t *testing.T) {
+	rel := journalFiles[0]
+	records, _ := buildRecords(t, filepath.Join(testcorpus.Dir(t), rel), "s-moves")
+	bs := batches(records, 4)
+	require.GreaterOrEqual(t, len(bs), 6)
+	ref := newHarness(t, createDefaultConfig(), nil, nil)
+	ref.start()
+	for _, b := range bs {
+		ref.feed(b)
+	}
+	want := ref.allTraces()
+	ref.shutdown()
+
+	cluster := changelogtest.Cluster(t)
+	a, b := onChangelog(t, cluster, "a"), onChangelog(t, cluster, "b")
+	k, back := len(bs)/3, 2*len(bs)/3
+	for i := 0; i < k; i++ {
+		a.feedKafka(bs[i], i)
+	}
+	assert.Equal(t, int64(1), a.selfSum(metadata.MetricViewSyncs), "A read the changelog for its first batch only")
+	for i := k; i < back; i++ { // the partition moved to B
+		b.feedKafka(bs[i], i)
+	}
+	assert.Equal(t, int64(1), b.selfSum(metadata.MetricViewSyncs), "B read the changelog for its first batch only")
+	assert.Equal(t, int64(1), b.selfSum(metadata.MetricSessionsRestored))
+	for i := back; i < len(bs); i++ { // and back to A: a gap in A's offsets
+		a.feedKafka(bs[i], i)
+	}
+	assert.Equal(t, int64(2), a.selfSum(metadata.MetricViewSyncs), "A read the changelog again after the gap")
+	assert.Equal(t, int64(1), a.selfSum(metadata.MetricSessionsRestored), "A restored the session from B's writes")
+	b.core().sweep(context.Background())
+	got := mergeTraces(a, b)
+	require.NoError(t, ptracetest.CompareTraces(regroup(want, false), regroup(got, false),
+		ptracetest.IgnoreResourceSpansOrder(), ptracetest.IgnoreSpansOrder()))
+	a.shutdown()
+	b.shutdown()
+}
+
+// The passes of partitions consumed at once share their changelog round
+// trips: on a broker that answers 20 ms late, 8 partitions of 6 messages
+// each, consumed at once, take far fewer produce requests than messages,
+// and the journal holds what one uninterrupted instance would (a restart of
+// the owner resumes the same open turns).
+func TestChangelogWritesShareRoundTrips(t *testing.T) {
+	const parts = 8
+	rel := journalFiles[0]
+	msgs := make([][]plog.Logs, parts)
+	ref := newHarness(t, createDefaultConfig(), nil, nil)
+	ref.start()
+	for p := range parts {
+		records, _ := buildRecords(t, filepath.Join(testcorpus.Dir(t), rel), fmt.Sprintf("s-part-%d", p))
+		msgs[p] = batches(records, 4)
+		require.GreaterOrEqual(t, len(msgs[p]), 6)
+		msgs[p] = msgs[p][:6]
+		for _, b := range msgs[p] {
+			ref.feed(b)
+		}
+	}
+	refOpen := ref.core().engine.OpenTurns()
+	ref.shutdown()
+
+	cluster := changelogtest.Cluster(t)
+	var produces atomic.Int64
+	cluster.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		produces.Add(1)
+		return nil, nil, false
+	})
+	changelogtest.Delay(cluster, 20*time.Millisecond)
+	h := onChangelog(t, cluster, "a")
+	consumePartitions(t, h, msgs)
+	n := h.selfSum(metadata.MetricChangelogRecords)
+	t.Logf("%d messages, %d produce requests, %d records written", parts*6, produces.Load(), n)
+	// One at a time (each pass waiting for its write under the lock) they
+	// would take one produce request per message.
+	assert.Less(t, produces.Load(), int64(parts*6*3/4), "writes of concurrent passes share produce requests")
+	assert.Equal(t, int64(parts), h.selfSum(metadata.MetricViewSyncs), "one read of the changelog per partition")
+	h.shutdown()
+	again := onChangelog(t, cluster, "a")
+	assert.Equal(t, refOpen, again.core().engine.OpenTurns(), "the journal holds every session's open turn")
+	again.shutdown()
 }
 
 // Without a reachable changelog a batch is refused unapplied, so that its

@@ -67,6 +67,8 @@ func (c *core) keepJournalBack() {
 	if j == nil {
 		return
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	for _, id := range j.touched {
 		j.behind[id] = struct{}{}
 	}

@@ -2,8 +2,10 @@ package turnstate
 
 import (
 	"context"
+	"go.opentelemetry.io/collector/client"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -115,11 +117,27 @@ func (h *harness) start() {
 // fan-out does.
 func (h *harness) feed(ld plog.Logs) {
 	h.t.Helper()
+	h.feedCtx(context.Background(), ld)
+}
+
+// feedKafka feeds a batch as the kafka receiver delivers the message at
+// offset of partition 0 of the session topic.
+func (h *harness) feedKafka(ld plog.Logs, offset int) {
+	h.t.Helper()
+	h.feedCtx(client.NewContext(context.Background(), client.Info{Metadata: client.NewMetadata(map[string][]string{
+		"kafka.topic":     {"dsh-session-events"},
+		"kafka.partition": {"0"},
+		"kafka.offset":    {strconv.Itoa(offset)},
+	})}), ld)
+}
+
+func (h *harness) feedCtx(ctx context.Context, ld plog.Logs) {
+	h.t.Helper()
 	if !ld.IsReadOnly() {
 		ld.MarkReadOnly()
 	}
-	require.NoError(h.t, h.toTr.ConsumeLogs(context.Background(), ld))
-	require.NoError(h.t, h.toMt.ConsumeLogs(context.Background(), ld))
+	require.NoError(h.t, h.toTr.ConsumeLogs(ctx, ld))
+	require.NoError(h.t, h.toMt.ConsumeLogs(ctx, ld))
 }
 
 func (h *harness) shutdown() {

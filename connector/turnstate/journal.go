@@ -500,30 +500,78 @@ func (c *core) journalOps(keep map[string]*kept, turns []*turnengine.Turn) []*st
 // errJournalWrite: a pass's journal write failed; the batch is refused.
 var errJournalWrite = errors.New("turn_state: write the journal")
 
-// writeJournal writes the journal operations of one pass in one storage
-// batch. A failed write leaves the sessions it was for behind: the next
-// pass rewrites them whole (journal_lag counts them meanwhile). Callers
-// hold drainMu, not mu.
-func (c *core) writeJournal(ctx context.Context, ops []*storage.Operation) error {
+// startedStore is a journal store whose writes can be started under
+// drainMu and waited for after it (the changelog's).
+type startedStore interface {
+	Start(ctx context.Context, ops ...*storage.Operation) func() error
+}
+
+// journalWrite is one pass's journal write: started in pass order under
+// drainMu, waited for after it, so that the writes of passes that follow
+// one another closely share a round trip to the changelog's brokers.
+type journalWrite struct {
+	touched []string     // the sessions it brings up to date
+	wait    func() error // nil: nothing to wait for
+	started bool         // a changelog write, counted in writing
+	records int64        // what a changelog write carries
+	bytes   int64
+}
+
+// startJournal starts the journal operations of one pass, in one storage
+// batch. With a storage extension the write is done when it returns.
+// Callers hold drainMu, not mu.
+func (c *core) startJournal(ctx context.Context, ops []*storage.Operation) journalWrite {
 	j := c.journal
 	if j == nil {
-		return nil
+		return journalWrite{}
 	}
-	touched := j.touched
+	w := journalWrite{touched: j.touched}
 	j.touched = nil
 	if len(ops) == 0 {
+		return w
+	}
+	if s, ok := j.store.(startedStore); ok {
+		w.wait, w.started = s.Start(ctx, ops...), true
+		c.writing.Add(1)
+		w.records = int64(len(ops))
+		for _, op := range ops {
+			w.bytes += int64(len(op.Key) + len(op.Value) + len(changelog.WriterHeader) + len(j.log.Writer()))
+		}
+		return w
+	}
+	err := j.store.Batch(ctx, ops...)
+	w.wait = func() error { return err }
+	return w
+}
+
+// finishJournal waits for a pass's journal write. A failed write leaves
+// the sessions it was for behind: the next pass rewrites them whole
+// (journal_lag counts them meanwhile). Callers hold no lock.
+func (c *core) finishJournal(ctx context.Context, w journalWrite) error {
+	if w.wait == nil {
 		return nil
 	}
-	if err := j.store.Batch(ctx, ops...); err != nil {
-		for _, id := range touched {
-			j.behind[id] = struct{}{}
+	err := w.wait()
+	if w.started {
+		c.writing.Done()
+		if err == nil {
+			c.tel.ChangelogRecords.Add(ctx, w.records)
+			c.tel.ChangelogBytes.Add(ctx, w.bytes)
 		}
-		c.lag.Store(int64(len(j.behind)))
+	}
+	c.mu.Lock()
+	if err != nil {
+		for _, id := range w.touched {
+			c.journal.behind[id] = struct{}{}
+		}
+	}
+	c.lag.Store(int64(len(c.journal.behind)))
+	c.mu.Unlock()
+	if err != nil {
 		c.tel.JournalFailures.Add(ctx, 1)
 		c.journaling.Strike(err)
 		return fmt.Errorf("%w: %w", errJournalWrite, err)
 	}
-	c.lag.Store(int64(len(j.behind)))
 	c.journaling.Clear()
 	return nil
 }

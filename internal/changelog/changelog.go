@@ -167,7 +167,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		})),
 		kgo.ProducerBatchMaxBytes(cfg.MaxRecordBytes),
 		kgo.ProducerBatchCompression(kgo.ZstdCompression(), kgo.NoCompression()),
-		kgo.ProducerLinger(0), // Write hands all its records at once, and waits for them
+		kgo.ProducerLinger(0), // a write's records go at once; writes started during a round trip go in the next
 		kgo.ConsumeTopics(cfg.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(250*time.Millisecond),
@@ -243,8 +243,34 @@ func OwnerOf(writer string) string {
 // acknowledged, or the first error. Ops of one group land in their order;
 // on an error some may have landed and others not.
 func (l *Log) Write(ctx context.Context, ops []Op) error {
+	return l.Start(ctx, ops).Wait()
+}
+
+// Pending is a write handed to the producer and not yet acknowledged.
+type Pending struct {
+	done chan struct{}
+	err  error
+}
+
+// Wait returns once every record of the write is acknowledged, or with the
+// first error.
+func (p *Pending) Wait() error {
+	<-p.done
+	return p.err
+}
+
+// Start hands ops to the producer, in order, and returns at once. The
+// records of writes started one after the other land in that order in
+// each partition, and writes started while others are in flight share
+// their produce requests: a caller that starts its write and waits for it
+// outside its own lock lets the writes of concurrent callers go in one
+// round trip to the brokers. ctx bounds the write until it is
+// acknowledged.
+func (l *Log) Start(ctx context.Context, ops []Op) *Pending {
+	p := &Pending{done: make(chan struct{})}
 	if len(ops) == 0 {
-		return nil
+		close(p.done)
+		return p
 	}
 	rs := make([]*kgo.Record, len(ops))
 	var bytes int64
@@ -257,14 +283,39 @@ func (l *Log) Write(ctx context.Context, ops []Op) error {
 		}
 		bytes += int64(len(op.Key) + len(op.Value) + len(WriterHeader) + len(l.writer))
 	}
-	if err := l.cl.ProduceSync(ctx, rs...).FirstErr(); err != nil {
-		return fmt.Errorf("changelog: write %s: %w", l.cfg.Topic, err)
+	var (
+		mu     sync.Mutex
+		left   = len(rs)
+		failed error
+	)
+	finish := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil && failed == nil {
+			failed = err
+		}
+		if left--; left > 0 {
+			return
+		}
+		if failed != nil {
+			p.err = fmt.Errorf("changelog: write %s: %w", l.cfg.Topic, failed)
+		} else {
+			l.mu.Lock()
+			l.stats.Records += int64(len(rs))
+			l.stats.Bytes += bytes
+			l.mu.Unlock()
+		}
+		close(p.done)
 	}
-	l.mu.Lock()
-	l.stats.Records += int64(len(rs))
-	l.stats.Bytes += bytes
-	l.mu.Unlock()
-	return nil
+	for _, r := range rs {
+		l.cl.Produce(ctx, r, func(_ *kgo.Record, err error) { finish(err) })
+	}
+	return p
+}
+
+// Flush waits until every write started is acknowledged or has failed.
+func (l *Log) Flush(ctx context.Context) error {
+	return l.cl.Flush(ctx)
 }
 
 // Sync waits until the view has read every partition up to its end as

@@ -33,6 +33,9 @@ const (
 	MetricRestoreDuration  = "otelcol_connector_turn_state_restore_duration"
 	MetricRestoreFailures  = "otelcol_connector_turn_state_restore_failures"
 	MetricTurnsHandedOver  = "otelcol_connector_turn_state_turns_handed_over"
+	MetricViewSyncs        = "otelcol_connector_turn_state_changelog_reads"
+	MetricChangelogRecords = "otelcol_connector_turn_state_changelog_records_written"
+	MetricChangelogBytes   = "otelcol_connector_turn_state_changelog_bytes_written"
 )
 
 // Values of events_dropped's reason attribute.
@@ -74,6 +77,12 @@ type Telemetry struct {
 	// Redelivered counts events delivered again after a restart whose seq
 	// the journal already held (dropped as duplicates).
 	Redelivered metric.Int64Counter
+	// ViewSyncs counts the batches that read the changelog up to its end
+	// before they were applied.
+	ViewSyncs metric.Int64Counter
+	// ChangelogRecords and ChangelogBytes count what the changelog writes
+	// that landed carried.
+	ChangelogRecords, ChangelogBytes metric.Int64Counter
 	// SessionsRestored counts sessions resumed from the changelog when a
 	// batch first brought them to this instance (a partition assigned).
 	SessionsRestored metric.Int64Counter
@@ -160,6 +169,12 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 		"Events delivered again after a restart whose seq the journal already held; dropped (also counted as duplicate).")
 	t.SessionsRestored = counter(MetricSessionsRestored, "{session}",
 		"Sessions resumed from the changelog when a batch first brought them here (their partition was assigned to this instance).")
+	t.ViewSyncs = counter(MetricViewSyncs, "{batch}",
+		"Batches that read the changelog up to its end before they were applied: the first of a partition after it was assigned here, or after a gap in its offsets.")
+	t.ChangelogRecords = counter(MetricChangelogRecords, "{record}",
+		"Records the changelog writes carried that the brokers acknowledged: one per journal key set, a tombstone per key deleted.")
+	t.ChangelogBytes = counter(MetricChangelogBytes, "By",
+		"Bytes of the changelog records the brokers acknowledged: keys, values and the writer header, before compression.")
 	t.RestoreFailures = counter(MetricRestoreFailures, "{batch}",
 		"Batches refused because the changelog could not be read to restore or check their sessions; the sender retries them.")
 	t.TurnsHandedOver = counter(MetricTurnsHandedOver, "{turn}",

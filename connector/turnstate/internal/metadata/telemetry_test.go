@@ -46,6 +46,9 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 	tt.SessionsRestored.Add(ctx, 1)
 	tt.RestoreFailures.Add(ctx, 1)
 	tt.TurnsHandedOver.Add(ctx, 1)
+	tt.ViewSyncs.Add(ctx, 1)
+	tt.ChangelogRecords.Add(ctx, 1)
+	tt.ChangelogBytes.Add(ctx, 1)
 	tt.RestoreDuration.Record(ctx, 0.01)
 	tt.AddDangling(ctx, "timeout", 2)
 	tt.AddDropped(ctx, ReasonOrphan, 4)
@@ -56,7 +59,8 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 		MetricTurnsOpen, MetricSessionsOpen, MetricTurnsClosed, MetricTurnsDangling, MetricLateEvents, MetricTurnsClosedLate,
 		MetricEventsDropped, MetricGapsSkipped, MetricReorderOverflows, MetricEmitFailures, MetricJournalFailures,
 		MetricJournalLag, MetricJournalRestored, MetricRedelivered, MetricSessionsRestored, MetricRestoreFailures,
-		MetricTurnsHandedOver, MetricRestoreDuration, MetricTurnsHeld, MetricTurnsLost, MetricJournalDamaged,
+		MetricTurnsHandedOver, MetricRestoreDuration, MetricTurnsHeld, MetricTurnsLost, MetricJournalDamaged, MetricViewSyncs,
+		MetricChangelogRecords, MetricChangelogBytes,
 	} {
 		m, err := tel.GetMetric(name)
 		require.NoError(t, err, name)
