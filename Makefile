@@ -103,6 +103,12 @@ bench-scale: bench-dists
 bench-floor:
 	GO=$(GO) ./bench/floor.sh
 
+# The Kafka tier as shipped, on kfake with a 2 ms broker round trip: journal
+# off and on, 1 to 3 turn-state instances (bench/scaleout.sh).
+.PHONY: bench-scaleout
+bench-scaleout: otelcol-dsh
+	GO=$(GO) ./bench/scaleout.sh
+
 # The two bench distributions (ocb, cached under bin/bench/).
 bench-dists:
 	GO=$(GO) ./bench/build.sh >/dev/null

@@ -12,15 +12,19 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 func main() {
 	port := flag.Int("port", 29092, "port of the single broker, on 127.0.0.1")
 	partitions := flag.Int("partitions", 4, "partitions of each seeded topic (and of auto-created ones)")
 	topics := flag.String("topics", "dsh-session-events", "comma-separated topics to create at start")
+	latency := flag.Duration("latency", 0, "answer every request this much late, as a broker across a network does (each request waits on its own)")
 	flag.Parse()
 
 	c, err := kfake.NewCluster(
@@ -32,10 +36,31 @@ func main() {
 	if err != nil {
 		log.Fatalf("kfake: %v", err)
 	}
-	fmt.Printf("kfake: broker on %s, topics %s with %d partitions\n", strings.Join(c.ListenAddrs(), ","), *topics, *partitions)
+	if *latency > 0 {
+		delay(c, *latency)
+	}
+	fmt.Printf("kfake: broker on %s, topics %s with %d partitions, latency %s\n", strings.Join(c.ListenAddrs(), ","), *topics, *partitions, *latency)
 
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig
 	c.Close()
+}
+
+// delay makes the cluster answer every request d late. The control
+// function sleeps each request on its own (SleepControl lets the cluster
+// handle the others meanwhile), then hands it to the cluster.
+func delay(c *kfake.Cluster, d time.Duration) {
+	var waiting sync.Map
+	c.Control(func(req kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		if _, again := waiting.Load(req); again {
+			return nil, nil, false
+		}
+		waiting.Store(req, struct{}{})
+		wake := time.Now().Add(d)
+		c.SleepControl(func() { time.Sleep(time.Until(wake)) })
+		waiting.Delete(req)
+		return nil, nil, false
+	})
 }
