@@ -106,6 +106,7 @@ type Log struct {
 	mu      sync.Mutex
 	values  map[string][]byte
 	groups  map[string]*group
+	writers map[string]string   // interned writer ids
 	foreign map[string]struct{} // groups another incarnation wrote since DrainForeign
 	pos     map[int32]int64     // per partition: the next offset the view has not read
 	changed chan struct{}       // closed and replaced whenever pos moves
@@ -113,9 +114,25 @@ type Log struct {
 	err     error // the consumer's last error, for Sync's timeout message
 }
 
+// group is the keys of one group in the view (a session has a handful:
+// a slice is smaller than a map) and its latest writer.
 type group struct {
-	keys   map[string]struct{}
-	writer string // the incarnation that wrote the group's latest record
+	keys   []string
+	writer string // the incarnation that wrote the group's latest record (interned)
+}
+
+// drop removes key from the group's keys.
+func (g *group) drop(key string) {
+	if i := slices.Index(g.keys, key); i >= 0 {
+		g.keys = slices.Delete(g.keys, i, i+1)
+	}
+}
+
+// add adds key to the group's keys, unless there.
+func (g *group) add(key string) {
+	if !slices.Contains(g.keys, key) {
+		g.keys = append(g.keys, key)
+	}
 }
 
 // Open connects to the brokers, creates the topic if it does not exist
@@ -140,6 +157,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		logger:  cfg.Logger,
 		values:  map[string][]byte{},
 		groups:  map[string]*group{},
+		writers: map[string]string{},
 		foreign: map[string]struct{}{},
 		pos:     map[int32]int64{},
 		changed: make(chan struct{}),
@@ -385,10 +403,7 @@ func (l *Log) Keys(g string) ([]string, string) {
 	if gs == nil {
 		return nil, ""
 	}
-	keys := make([]string, 0, len(gs.keys))
-	for k := range gs.keys {
-		keys = append(keys, k)
-	}
+	keys := slices.Clone(gs.keys)
 	slices.Sort(keys)
 	return keys, gs.writer
 }
@@ -492,28 +507,39 @@ func (l *Log) run(ctx context.Context) {
 	}
 }
 
+// intern returns the writer id as one string per incarnation: the view
+// holds one per group, and a group's writer is one of few. Callers hold mu.
+func (l *Log) intern(b []byte) string {
+	if w, ok := l.writers[string(b)]; ok {
+		return w
+	}
+	w := string(b)
+	l.writers[w] = w
+	return w
+}
+
 // apply brings the view up to date with one record. Callers hold mu.
 func (l *Log) apply(r *kgo.Record) {
 	key := string(r.Key)
 	var writer string
 	for _, h := range r.Headers {
 		if h.Key == WriterHeader {
-			writer = string(h.Value)
+			writer = l.intern(h.Value)
 		}
 	}
 	g := l.cfg.Group(key)
 	gs := l.groups[g]
 	if gs == nil {
-		gs = &group{keys: map[string]struct{}{}}
+		gs = &group{}
 		l.groups[g] = gs
 	}
 	gs.writer = writer
 	if r.Value == nil {
 		delete(l.values, key)
-		delete(gs.keys, key)
+		gs.drop(key)
 	} else {
 		l.values[key] = slices.Clone(r.Value) // not a view into the fetch's buffer
-		gs.keys[key] = struct{}{}
+		gs.add(key)
 	}
 	if writer != l.writer {
 		l.foreign[g] = struct{}{}

@@ -1,0 +1,87 @@
+package changelog
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+// BenchmarkViewMemory measures what a view holds per session: a changelog
+// of CHANGELOG_SESSIONS sessions (default 1,000,000), each its mark (a
+// 200-byte value, the size of the connector's journal entries) and,
+// for every tenth, an open turn's chunk of 2 KiB, is written to an
+// in-process cluster; then a new process's view is opened and read to the
+// end, and the live heap it added is reported per session.
+func BenchmarkViewMemory(b *testing.B) {
+	n := 1_000_000
+	if v := os.Getenv("CHANGELOG_SESSIONS"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c, err := kfake.NewCluster(kfake.NumBrokers(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	cfg := Config{Brokers: c.ListenAddrs(), Topic: "state", Owner: "writer", Partitions: 24, ReplicationFactor: -1,
+		MaxRecordBytes: 1 << 20, Group: sessionGroup}
+	w, err := Open(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mark, chunk := make([]byte, 200), make([]byte, 2048)
+	var valueBytes int64
+	for i := 0; i < n; i += 1000 {
+		var ops []Op
+		for k := i; k < min(i+1000, n); k++ {
+			id := fmt.Sprintf(`s/"session-%08d"`, k)
+			ops = append(ops, Op{Key: id, Value: mark})
+			valueBytes += int64(len(mark))
+			if k%10 == 0 {
+				ops = append(ops, Op{Key: id + "/c/0", Value: chunk})
+				valueBytes += int64(len(chunk))
+			}
+		}
+		if err := w.Write(ctx, ops); err != nil {
+			b.Fatal(err)
+		}
+	}
+	w.Close()
+	b.ResetTimer()
+	for range b.N {
+		before := liveHeap()
+		cfg.Owner = "reader"
+		r, err := Open(ctx, cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := r.Sync(ctx); err != nil {
+			b.Fatal(err)
+		}
+		keys, _ := r.Size()
+		after := liveHeap()
+		b.ReportMetric(float64(after-before)/float64(n), "heap-bytes/session")
+		b.ReportMetric(float64(after-before)/(1<<20), "heap-MiB")
+		b.ReportMetric(float64(valueBytes)/(1<<20), "value-MiB")
+		b.ReportMetric(float64(keys), "keys")
+		r.Close()
+	}
+}
+
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
