@@ -78,9 +78,9 @@ func BenchmarkChangelogCost(b *testing.B) {
 	events := 0
 	for p := range partitions {
 		for _, rel := range files {
-			ld, n := buildRecords(b, corpusPath(b, rel), fmt.Sprintf("s-%d-%s", p, rel))
+			ld, n := buildRecords(b, corpusPath(b, rel), "s")
 			events += n
-			for _, batch := range batches(ld, 16) {
+			for _, batch := range batches(renamed(ld, fmt.Sprintf("-%d", p)), 16) {
 				batch.MarkReadOnly()
 				msgs[p] = append(msgs[p], batch)
 			}

@@ -90,6 +90,9 @@ type core struct {
 	// (journal.go); Add under drainMu, so a pass that must not overlap
 	// them (the sweep, the final pass) waits for them there.
 	writing sync.WaitGroup
+	// inFlight and peakInFlight count the changelog writes started and not
+	// yet acknowledged, now and at most.
+	inFlight, peakInFlight atomic.Int64
 
 	// The gauges' values, kept current by record (and lag by finishJournal)
 	// so the telemetry callback never takes mu.
@@ -342,9 +345,16 @@ func (c *core) consume(ctx context.Context, ld plog.Logs) error {
 // consumeSynced is consume with a changelog: the view is synced, sessions
 // handed over and restored before the batch is decoded, all in one pass.
 func (c *core) consumeSynced(ctx context.Context, ld plog.Logs) error {
-	var synced time.Duration
+	var (
+		synced   time.Duration
+		source   string // the session topic's partition ("" unknown)
+		assigned bool   // the partition's first batch here after a gap
+	)
 	return c.settle(ctx, pass{prepare: func(ctx context.Context) error {
-		if c.positions.follows(ctx) && !c.restores(ld) {
+		var follows bool
+		follows, source = c.positions.follows(ctx)
+		assigned = !follows && source != ""
+		if follows && !c.restores(ld) {
 			return nil
 		}
 		// The view is read to the topic's end once this instance's own
@@ -366,9 +376,18 @@ func (c *core) consumeSynced(ctx context.Context, ld plog.Logs) error {
 		}
 		c.handOver(ctx)
 		start := time.Now()
-		if n := c.restoreFirstSight(ctx, ld, now); n > 0 {
+		n := c.restoreFirstSight(ctx, ld, now)
+		if assigned {
+			n += c.restorePartition(ctx, source, now)
+		}
+		if n > 0 {
 			c.tel.SessionsRestored.Add(ctx, int64(n))
 			c.tel.RestoreDuration.Record(ctx, (synced + time.Since(start)).Seconds())
+		}
+		if source != "" {
+			for _, id := range batchSessions(ld) {
+				c.journal.source[id] = source
+			}
 		}
 		inputs := c.read(ctx, ld, now, keep, false)
 		c.tel.Redelivered.Add(ctx, c.journal.redelivered(inputs))

@@ -68,30 +68,35 @@ type partitionKey struct {
 }
 
 // follows reports whether the batch of ctx directly follows the last batch
-// consumed from its partition, and records it as the last.
-func (ps positions) follows(ctx context.Context) bool {
+// consumed from its partition, and records it as the last; source names
+// the partition ("topic/partition"; "" without the metadata).
+func (ps positions) follows(ctx context.Context) (follows bool, source string) {
 	md := client.FromContext(ctx).Metadata
 	topic, part, off := md.Get("kafka.topic"), md.Get("kafka.partition"), md.Get("kafka.offset")
 	if len(topic) != 1 || len(part) != 1 || len(off) != 1 {
-		return false
+		return false, ""
 	}
 	o, err := strconv.ParseInt(off[0], 10, 64)
 	if err != nil {
-		return false
+		return false, ""
 	}
 	k := partitionKey{topic[0], part[0]}
 	last, seen := ps[k]
 	ps[k] = o
-	return seen && o == last+1
+	return seen && o == last+1, topic[0] + "/" + part[0]
 }
 
-// changelogStore is the journal's store on a changelog.
+// changelogStore is the journal's store on a changelog. source names the
+// session topic's partition a session's batches come from ("" unknown):
+// its records carry it, so that an instance that is assigned the partition
+// finds the partition's sessions in the view (restorePartition).
 type changelogStore struct {
 	log     *changelog.Log
 	timeout time.Duration
+	source  func(session string) string
 }
 
-func (s changelogStore) Get(_ context.Context, key string) ([]byte, error) {
+func (s *changelogStore) Get(_ context.Context, key string) ([]byte, error) {
 	v, _ := s.log.Get(key)
 	return v, nil
 }
@@ -99,16 +104,16 @@ func (s changelogStore) Get(_ context.Context, key string) ([]byte, error) {
 // Batch writes the operations. It does not stop when the caller's context
 // is cancelled (the kafka receiver cancels it when the partition is
 // revoked): a pass that applied a batch finishes its write.
-func (s changelogStore) Batch(ctx context.Context, ops ...*storage.Operation) error {
+func (s *changelogStore) Batch(ctx context.Context, ops ...*storage.Operation) error {
 	return s.Start(ctx, ops...)()
 }
 
 // Start starts the write of the operations and returns what waits for it
 // (journal.go, startJournal): the writes of concurrent passes share their
 // round trips to the brokers.
-func (s changelogStore) Start(ctx context.Context, ops ...*storage.Operation) func() error {
+func (s *changelogStore) Start(ctx context.Context, ops ...*storage.Operation) func() error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
-	p := s.log.Start(ctx, changelogOps(ops))
+	p := s.log.Start(ctx, s.changelogOps(ops))
 	return func() error {
 		defer cancel()
 		return p.Wait()
@@ -116,7 +121,7 @@ func (s changelogStore) Start(ctx context.Context, ops ...*storage.Operation) fu
 }
 
 // Close waits for the writes in flight, then closes the changelog.
-func (s changelogStore) Close(ctx context.Context) error {
+func (s *changelogStore) Close(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
 	defer cancel()
 	err := s.log.Flush(ctx)
@@ -124,15 +129,20 @@ func (s changelogStore) Close(ctx context.Context) error {
 	return err
 }
 
-// changelogOps are the storage operations as changelog records.
-func changelogOps(ops []*storage.Operation) []changelog.Op {
+// changelogOps are the storage operations as changelog records, each
+// naming its session's source.
+func (s *changelogStore) changelogOps(ops []*storage.Operation) []changelog.Op {
 	cops := make([]changelog.Op, 0, len(ops))
 	for _, op := range ops {
+		var src string
+		if id, ok := sessionOfKey(op.Key); ok && s.source != nil {
+			src = s.source(id)
+		}
 		switch op.Type {
 		case storage.Set:
-			cops = append(cops, changelog.Op{Key: op.Key, Value: op.Value})
+			cops = append(cops, changelog.Op{Key: op.Key, Value: op.Value, Source: src})
 		case storage.Delete:
-			cops = append(cops, changelog.Op{Key: op.Key})
+			cops = append(cops, changelog.Op{Key: op.Key, Source: src})
 		}
 	}
 	return cops
@@ -191,8 +201,10 @@ func openChangelogJournal(ctx context.Context, cfg ChangelogConfig, logger *zap.
 		log.Close()
 		return nil, err
 	}
-	j := newJournal(changelogStore{log: log, timeout: cfg.Timeout})
+	store := &changelogStore{log: log, timeout: cfg.Timeout}
+	j := newJournal(store)
 	j.log, j.owner = log, cfg.Owner
+	store.source = func(id string) string { return j.source[id] }
 	return j, nil
 }
 
@@ -240,6 +252,43 @@ func (c *core) handOver(ctx context.Context) {
 		c.tel.TurnsHandedOver.Add(ctx, turns)
 		c.logger.Info("Sessions taken over by another instance let go of", zap.Int64("sessions", sessions), zap.Int64("open_turns", turns))
 	}
+}
+
+// restorePartition resumes, when a batch is the first of its partition
+// after an assignment (or a gap), every session of that partition that the
+// view holds with a turn open and the engine does not: the partition's
+// state, not only the sessions its next batches happen to bring. A session
+// whose partition moved here and that gets no other event is so still
+// closed as dangling after dangling_timeout, here; and the rewrite of its
+// entry tells its old owner to let it go. Callers hold mu; the view was
+// synced in this pass.
+func (c *core) restorePartition(ctx context.Context, source string, now time.Time) int {
+	j := c.journal
+	groups, _ := j.log.GroupsFrom(source)
+	n := 0
+	for _, g := range groups {
+		id, ok := sessionOfKey(g)
+		if !ok {
+			continue
+		}
+		if _, held := c.engine.Mark(id); held {
+			continue
+		}
+		r, ok, err := j.readSession(ctx, id)
+		if err != nil {
+			c.tel.RestoreFailures.Add(ctx, 1)
+			c.logger.Error("Session journal unreadable; the session starts afresh", zap.String("session", id), zap.Error(err))
+			continue
+		}
+		if !ok || r.entry.Mark.Open == 0 {
+			continue // nothing open: its next batch, if any, restores it on sight
+		}
+		j.adopt(r)
+		j.source[id] = source
+		c.resume(ctx, r, now)
+		n++
+	}
+	return n
 }
 
 // restores reports whether a batch brings a session the engine does not

@@ -2,7 +2,6 @@ package turnstate
 
 import (
 	"context"
-	"go.opentelemetry.io/collector/client"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"github.com/dshtrace/dshtrace/internal/testcorpus/testrecords"
 
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/connector"

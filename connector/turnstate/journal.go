@@ -77,6 +77,9 @@ type journal struct {
 	// len(behind) for the journal_lag gauge.
 	touched []string
 	behind  map[string]struct{}
+	// source is, with a changelog, the session topic's partition each
+	// session's batches come from (handover.go), written with its records.
+	source map[string]string
 
 	// resumed is, per session restored at start, the first seq the journal
 	// had not applied (its Mark's Next): events below it delivered again
@@ -136,7 +139,8 @@ type journalStore interface {
 }
 
 func newJournal(store journalStore) *journal {
-	j := &journal{store: store, sessions: map[string]*journalEntry{}, behind: map[string]struct{}{}, resumed: map[string]int64{}}
+	j := &journal{store: store, sessions: map[string]*journalEntry{}, behind: map[string]struct{}{}, resumed: map[string]int64{},
+		source: map[string]string{}}
 	for b := range j.buckets {
 		j.buckets[b] = map[string]struct{}{}
 	}
@@ -277,6 +281,7 @@ func (j *journal) release(id string) {
 	delete(j.buckets[bucketOf(id)], id)
 	delete(j.behind, id)
 	delete(j.resumed, id)
+	delete(j.source, id)
 }
 
 // update brings the journal up to date with the engine for the given
@@ -336,6 +341,7 @@ func (u *journalUpdate) forget(id string) {
 		u.ops = append(u.ops, storage.DeleteOperation(chunkKey(id, c.N)))
 	}
 	delete(u.j.sessions, id)
+	delete(u.j.source, id)
 	b := bucketOf(id)
 	delete(u.j.buckets[b], id)
 	u.dirty[b] = true
@@ -533,6 +539,9 @@ func (c *core) startJournal(ctx context.Context, ops []*storage.Operation) journ
 	if s, ok := j.store.(startedStore); ok {
 		w.wait, w.started = s.Start(ctx, ops...), true
 		c.writing.Add(1)
+		if n := c.inFlight.Add(1); n > c.peakInFlight.Load() {
+			c.peakInFlight.Store(n) // under drainMu: no other Add races it
+		}
 		w.records = int64(len(ops))
 		for _, op := range ops {
 			w.bytes += int64(len(op.Key) + len(op.Value) + len(changelog.WriterHeader) + len(j.log.Writer()))
@@ -553,6 +562,7 @@ func (c *core) finishJournal(ctx context.Context, w journalWrite) error {
 	}
 	err := w.wait()
 	if w.started {
+		c.inFlight.Add(-1)
 		c.writing.Done()
 		if err == nil {
 			c.tel.ChangelogRecords.Add(ctx, w.records)

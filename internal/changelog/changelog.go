@@ -42,6 +42,11 @@ import (
 // record.
 const WriterHeader = "dsh.writer"
 
+// SourceHeader is the record header naming where the group's state comes
+// from (for the connector: the session topic's partition), when the writer
+// gives one.
+const SourceHeader = "dsh.source"
+
 // Config configures a Log.
 type Config struct {
 	// Brokers are the seed brokers (host:port).
@@ -81,10 +86,12 @@ func (cfg Config) connOpts() []kgo.Opt {
 	return opts
 }
 
-// Op is one change: Value nil deletes Key.
+// Op is one change: Value nil deletes Key. Source, if set, is written in
+// the SourceHeader; the view keeps the latest per group (GroupsFrom).
 type Op struct {
-	Key   string
-	Value []byte
+	Key    string
+	Value  []byte
+	Source string
 }
 
 // Stats count what this process wrote.
@@ -119,6 +126,7 @@ type Log struct {
 type group struct {
 	keys   []string
 	writer string // the incarnation that wrote the group's latest record (interned)
+	source string // the latest source a record of the group named (interned)
 }
 
 // drop removes key from the group's keys.
@@ -300,6 +308,10 @@ func (l *Log) Start(ctx context.Context, ops []Op) *Pending {
 			Headers: []kgo.RecordHeader{{Key: WriterHeader, Value: []byte(l.writer)}},
 		}
 		bytes += int64(len(op.Key) + len(op.Value) + len(WriterHeader) + len(l.writer))
+		if op.Source != "" {
+			rs[i].Headers = append(rs[i].Headers, kgo.RecordHeader{Key: SourceHeader, Value: []byte(op.Source)})
+			bytes += int64(len(SourceHeader) + len(op.Source))
+		}
 	}
 	var (
 		mu     sync.Mutex
@@ -425,6 +437,23 @@ func (l *Log) Groups(fn func(group, writer string)) {
 	}
 }
 
+// GroupsFrom returns the groups the view holds keys of whose latest
+// source is source, with their latest writer, sorted.
+func (l *Log) GroupsFrom(source string) (groups, writers []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for g, gs := range l.groups {
+		if gs.source == source && len(gs.keys) > 0 {
+			groups = append(groups, g)
+		}
+	}
+	slices.Sort(groups)
+	for _, g := range groups {
+		writers = append(writers, l.groups[g].writer)
+	}
+	return groups, writers
+}
+
 // DrainForeign returns the groups that another incarnation wrote since
 // the last call and whose latest record is still not this one's.
 func (l *Log) DrainForeign() []string {
@@ -507,7 +536,7 @@ func (l *Log) run(ctx context.Context) {
 	}
 }
 
-// intern returns the writer id as one string per incarnation: the view
+// intern returns a writer id or a source as one string per value: the view
 // holds one per group, and a group's writer is one of few. Callers hold mu.
 func (l *Log) intern(b []byte) string {
 	if w, ok := l.writers[string(b)]; ok {
@@ -521,10 +550,13 @@ func (l *Log) intern(b []byte) string {
 // apply brings the view up to date with one record. Callers hold mu.
 func (l *Log) apply(r *kgo.Record) {
 	key := string(r.Key)
-	var writer string
+	var writer, source string
 	for _, h := range r.Headers {
-		if h.Key == WriterHeader {
+		switch h.Key {
+		case WriterHeader:
 			writer = l.intern(h.Value)
+		case SourceHeader:
+			source = l.intern(h.Value)
 		}
 	}
 	g := l.cfg.Group(key)
@@ -534,6 +566,9 @@ func (l *Log) apply(r *kgo.Record) {
 		l.groups[g] = gs
 	}
 	gs.writer = writer
+	if source != "" {
+		gs.source = source
+	}
 	if r.Value == nil {
 		delete(l.values, key)
 		gs.drop(key)
