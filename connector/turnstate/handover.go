@@ -218,7 +218,46 @@ func (c *core) syncView(ctx context.Context) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Changelog.withDefaults().Timeout)
 	defer cancel()
 	err := c.journal.log.Sync(ctx)
+	if why := c.journal.log.Lost(); why != "" {
+		c.changelogLost(ctx, why)
+	}
 	return time.Since(start), err
+}
+
+// changelogLost is said when the changelog topic was found deleted or
+// created again: what it held is gone, so a partition that moves now
+// finds no state for its open turns, and a restart resumes none. Every
+// key of the sessions this instance holds is written again from the view
+// (which keeps what the topic held last), and their entries once more with
+// the next pass (behind); the sessions other instances hold are written
+// again by them. Callers hold drainMu.
+func (c *core) changelogLost(ctx context.Context, why string) {
+	c.mu.Lock()
+	n := len(c.journal.sessions)
+	var ops []*storage.Operation
+	for id := range c.journal.sessions {
+		// Every key of the session as the view last read it — its
+		// entry, header and the chunks of its open turn — written again.
+		keys, _ := c.journal.log.Keys(sessionKey(id))
+		for _, k := range keys {
+			if v, ok := c.journal.log.Get(k); ok {
+				ops = append(ops, storage.SetOperation(k, v))
+			}
+		}
+		c.journal.behind[id] = struct{}{}
+	}
+	c.lag.Store(int64(len(c.journal.behind)))
+	open := c.engine.OpenTurns()
+	c.mu.Unlock()
+	if err := c.journal.store.Batch(ctx, ops...); err != nil {
+		c.logger.Warn("Changelog: the sessions' records could not be written again; their entries are, with the next pass", zap.Error(err))
+	}
+	c.tel.ChangelogLost.Add(ctx, 1)
+	c.logger.Error("Changelog topic LOST: what it held is gone (deleted, or a broker lost its data). "+
+		"Until every instance has written its sessions again, a partition that changes owner loses its open turns and a restart resumes none; "+
+		"this instance writes its sessions again with its next batch. Check the topic's retention and the brokers' storage",
+		zap.String("topic", c.cfg.Changelog.withDefaults().Topic), zap.String("found", why),
+		zap.Int("sessions_rewritten", n), zap.Int("open_turns", open))
 }
 
 // handOver lets go of the sessions another instance wrote since the last

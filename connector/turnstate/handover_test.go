@@ -13,7 +13,9 @@ import (
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/ptracetest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configopaque"
@@ -257,6 +259,50 @@ func danglingTurns(h *harness, suffix string) int {
 		}
 	}
 	return n
+}
+
+// The changelog topic deleted under running instances (a broker that lost
+// its data): the next sweep says so, counts it, creates the topic again and
+// writes every session it holds again, so that a restart of the instance
+// resumes its open turns as before.
+func TestChangelogLostIsSaidAndWrittenAgain(t *testing.T) {
+	path := filepath.Join(testcorpus.Dir(t), journalFiles[0])
+	records, _ := buildRecords(t, path, "s")
+	cluster := changelogtest.Cluster(t)
+	a := onChangelog(t, cluster, "a")
+	open := 0
+	for i := range 3 {
+		for _, x := range batches(renamed(records, fmt.Sprintf("-%d", i)), 4) {
+			a.feed(x)
+			if a.core().engine.OpenTurns() > open {
+				break // leave this session with its turn open
+			}
+		}
+		open = a.core().engine.OpenTurns()
+	}
+	require.Positive(t, open)
+
+	adm := kadm.NewClient(kgoClient(t, cluster))
+	resp, err := adm.DeleteTopics(context.Background(), a.cfg.Changelog.withDefaults().Topic)
+	require.NoError(t, err)
+	require.NoError(t, resp.Error())
+
+	a.core().sweep(context.Background())
+	assert.Equal(t, int64(1), a.selfSum(metadata.MetricChangelogLost), "the loss is counted once")
+	a.core().sweep(context.Background())
+	assert.Equal(t, int64(1), a.selfSum(metadata.MetricChangelogLost))
+	a.shutdown()
+
+	again := onChangelog(t, cluster, "a")
+	assert.Equal(t, open, again.core().engine.OpenTurns(), "the sessions were written again: a restart resumes their open turns")
+	again.shutdown()
+}
+
+func kgoClient(t *testing.T, c *kfake.Cluster) *kgo.Client {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return cl
 }
 
 // The passes of partitions consumed at once share their changelog round

@@ -36,6 +36,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"go.uber.org/zap"
+
+	"github.com/dshtrace/dshtrace/internal/episode"
 )
 
 // WriterHeader is the record header naming the incarnation that wrote a
@@ -104,7 +106,7 @@ type Stats struct {
 type Log struct {
 	cfg    Config
 	writer string
-	cl     *kgo.Client
+	cl     *kgo.Client // reads the topic into the view; its admin client
 	adm    *kadm.Client
 	logger *zap.Logger
 	cancel context.CancelFunc
@@ -114,11 +116,15 @@ type Log struct {
 	values  map[string][]byte
 	groups  map[string]*group
 	writers map[string]string   // interned writer ids
+	prod    *kgo.Client         // writes; replaced when the topic was created anew
 	foreign map[string]struct{} // groups another incarnation wrote since DrainForeign
 	pos     map[int32]int64     // per partition: the next offset the view has not read
 	changed chan struct{}       // closed and replaced whenever pos moves
 	stats   Stats
-	err     error // the consumer's last error, for Sync's timeout message
+	err     error  // the consumer's last error, for Sync's timeout message
+	lost    string // why the topic was found lost since the last Lost call ("" not)
+
+	reading *episode.Episode // the consumer's errors, logged once as they begin and end
 }
 
 // group is the keys of one group in the view (a session has a handful:
@@ -174,6 +180,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if l.logger == nil {
 		l.logger = zap.NewNop()
 	}
+	l.reading = episode.New(l.logger, "Changelog read failed; retrying", "Changelog read again")
 	// The topic first, with a client of its own: the consuming client's
 	// first metadata would otherwise miss a topic created after it.
 	admin, err := kgo.NewClient(cfg.connOpts()...)
@@ -185,15 +192,7 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	groupOf := cfg.Group
 	cl, err := kgo.NewClient(append(cfg.connOpts(),
-		kgo.RequiredAcks(kgo.AllISRAcks()), // the default, and what Write relies on
-		kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
-			return func(r *kgo.Record, n int) int { return partitionOf(groupOf(string(r.Key)), n) }
-		})),
-		kgo.ProducerBatchMaxBytes(cfg.MaxRecordBytes),
-		kgo.ProducerBatchCompression(kgo.ZstdCompression(), kgo.NoCompression()),
-		kgo.ProducerLinger(0), // a write's records go at once; writes started during a round trip go in the next
 		kgo.ConsumeTopics(cfg.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(250*time.Millisecond),
@@ -203,11 +202,37 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("changelog: %w", err)
 	}
-	l.cl, l.adm = cl, kadm.NewClient(cl)
+	prod, err := cfg.producer()
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	l.cl, l.adm, l.prod = cl, kadm.NewClient(cl), prod
 	runCtx, cancel := context.WithCancel(context.Background())
 	l.cancel = cancel
 	go l.run(runCtx)
 	return l, nil
+}
+
+// producer is the client that writes: a client of its own, so that a topic
+// found created anew is written by a new producer (with a new producer id:
+// its sequence numbers start over with the topic's partitions).
+func (cfg Config) producer() (*kgo.Client, error) {
+	groupOf := cfg.Group
+	prod, err := kgo.NewClient(append(cfg.connOpts(),
+		kgo.RequiredAcks(kgo.AllISRAcks()), // the default, and what Write relies on
+		kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
+			return func(r *kgo.Record, n int) int { return partitionOf(groupOf(string(r.Key)), n) }
+		})),
+		kgo.ProducerBatchMaxBytes(cfg.MaxRecordBytes),
+		kgo.ProducerBatchCompression(kgo.ZstdCompression(), kgo.NoCompression()),
+		kgo.ProducerLinger(0), // a write's records go at once; writes started during a round trip go in the next
+		kgo.MetadataMinAge(time.Second),
+	)...)
+	if err != nil {
+		return nil, fmt.Errorf("changelog: %w", err)
+	}
+	return prod, nil
 }
 
 // partitionOf hashes a group onto one of n partitions (FNV-1a).
@@ -318,6 +343,9 @@ func (l *Log) Start(ctx context.Context, ops []Op) *Pending {
 		left   = len(rs)
 		failed error
 	)
+	l.mu.Lock()
+	prod := l.prod
+	l.mu.Unlock()
 	finish := func(err error) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -338,14 +366,17 @@ func (l *Log) Start(ctx context.Context, ops []Op) *Pending {
 		close(p.done)
 	}
 	for _, r := range rs {
-		l.cl.Produce(ctx, r, func(_ *kgo.Record, err error) { finish(err) })
+		prod.Produce(ctx, r, func(_ *kgo.Record, err error) { finish(err) })
 	}
 	return p
 }
 
 // Flush waits until every write started is acknowledged or has failed.
 func (l *Log) Flush(ctx context.Context) error {
-	return l.cl.Flush(ctx)
+	l.mu.Lock()
+	prod := l.prod
+	l.mu.Unlock()
+	return prod.Flush(ctx)
 }
 
 // Sync waits until the view has read every partition up to its end as
@@ -359,10 +390,21 @@ func (l *Log) Sync(ctx context.Context) error {
 		if err == nil {
 			err = ends.Error()
 		}
+		if err == nil && len(ends) == 0 {
+			err = kerr.UnknownTopicOrPartition // listed without partitions: not there
+		}
 		if err == nil {
 			break
 		}
-		if !kerr.IsRetriable(err) || ctx.Err() != nil {
+		if errors.Is(err, kerr.UnknownTopicOrPartition) && ctx.Err() == nil {
+			// The topic is gone (deleted, or a broker that lost its
+			// data): say so, and create it again, compacted, before a
+			// write creates it with the broker's defaults.
+			l.startOver("the topic does not exist")
+			if cerr := l.ensureTopic(ctx, l.adm); cerr != nil {
+				l.logger.Warn("Changelog topic could not be created again; retrying", zap.String("topic", l.cfg.Topic), zap.Error(cerr))
+			}
+		} else if !kerr.IsRetriable(err) || ctx.Err() != nil {
 			return fmt.Errorf("changelog: list the end offsets of %s: %w", l.cfg.Topic, err)
 		}
 		select { // a leader moving, metadata not there yet: the client retries
@@ -373,6 +415,18 @@ func (l *Log) Sync(ctx context.Context) error {
 	}
 	want := map[int32]int64{}
 	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
+	for p, end := range want {
+		l.mu.Lock()
+		behind := l.pos[p] > end
+		read := l.pos[p]
+		l.mu.Unlock()
+		if behind {
+			// The topic ends before what the view read of it: it was
+			// created again. Read it anew from its start.
+			l.startOver(fmt.Sprintf("partition %d ends at offset %d, before the %d read of it", p, end, read))
+			break
+		}
+	}
 	for {
 		l.mu.Lock()
 		behind := false
@@ -478,6 +532,39 @@ func (l *Log) DrainForeign() []string {
 	return out
 }
 
+// startOver forgets what the client knew of the topic (its id, its
+// partitions, the positions read), so that the producer and the view find
+// the topic created anew and read it from its start. The view keeps its
+// values — what the topic held last — so that their writers can write them
+// again (Lost).
+func (l *Log) startOver(why string) {
+	l.cl.PurgeTopicsFromClient(l.cfg.Topic)
+	prod, err := l.cfg.producer()
+	l.mu.Lock()
+	l.lost = why
+	clear(l.pos) // the view keeps its values: the last the topic held, for writing again
+	old := l.prod
+	if err == nil {
+		l.prod = prod
+	}
+	l.mu.Unlock()
+	if err == nil {
+		old.Close() // its writes in flight fail, and their passes are retried
+	}
+	l.cl.AddConsumeTopics(l.cfg.Topic)
+}
+
+// Lost returns why the topic was found lost (deleted and created again, or
+// gone) since the last call, or "": the view's partitions named are read
+// again from their start, and what the topic held before is gone from it.
+func (l *Log) Lost() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	why := l.lost
+	l.lost = ""
+	return why
+}
+
 // Stats returns what this process wrote so far.
 func (l *Log) Stats() Stats {
 	l.mu.Lock()
@@ -501,6 +588,10 @@ func (l *Log) Close() {
 	l.cancel()
 	<-l.done
 	l.cl.Close()
+	l.mu.Lock()
+	prod := l.prod
+	l.mu.Unlock()
+	prod.Close()
 }
 
 // run reads the topic into the view until ctx ends.
@@ -512,22 +603,28 @@ func (l *Log) run(ctx context.Context) {
 			return
 		}
 		var ferr error
-		fs.EachError(func(t string, p int32, err error) {
-			ferr = err
-			l.logger.Warn("Changelog read failed; retrying", zap.String("topic", t), zap.Int32("partition", p), zap.Error(err))
-		})
+		fs.EachError(func(_ string, _ int32, err error) { ferr = err })
+		if ferr != nil {
+			l.reading.Strike(ferr, zap.String("topic", l.cfg.Topic))
+		}
 		l.mu.Lock()
 		if ferr != nil {
 			l.err = ferr
 		}
 		moved := false
 		fs.EachRecord(func(r *kgo.Record) {
-			l.apply(r)
-			if r.Offset+1 > l.pos[r.Partition] {
-				l.pos[r.Partition] = r.Offset + 1
-				moved = true
+			if r.Offset+1 < l.pos[r.Partition] {
+				// Offsets never go back in a topic that keeps its
+				// records: this one was deleted and created again.
+				l.lost = fmt.Sprintf("partition %d started over at offset %d after %d", r.Partition, r.Offset, l.pos[r.Partition]-1)
 			}
+			l.apply(r)
+			l.pos[r.Partition] = r.Offset + 1
+			moved = true
 		})
+		if moved && ferr == nil {
+			l.reading.Clear()
+		}
 		if moved {
 			close(l.changed)
 			l.changed = make(chan struct{})

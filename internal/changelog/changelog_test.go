@@ -11,6 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"go.uber.org/zap/zaptest"
 
 	"github.com/dshtrace/dshtrace/internal/changelog/changelogtest"
 )
@@ -28,7 +29,7 @@ func open(t *testing.T, c *kfake.Cluster, owner string) *Log {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	l, err := Open(ctx, Config{Brokers: c.ListenAddrs(), Topic: "state", Owner: owner, Partitions: 4, ReplicationFactor: -1,
-		MaxRecordBytes: 1 << 20, Group: sessionGroup})
+		MaxRecordBytes: 1 << 20, Group: sessionGroup, Logger: zaptest.NewLogger(t)})
 	require.NoError(t, err)
 	t.Cleanup(l.Close)
 	return l
@@ -189,4 +190,54 @@ func TestSyncFailsWithoutBroker(t *testing.T) {
 func TestOpenValidates(t *testing.T) {
 	_, err := Open(context.Background(), Config{Topic: "t", Owner: "o"})
 	assert.ErrorContains(t, err, "brokers, topic and owner are required")
+}
+
+// A topic deleted under a running view (an operator's mistake, a broker
+// that lost its data) is said once and created again, compacted; the view
+// reads the new topic from its start, and writes go on.
+func TestTopicDeletedIsLost(t *testing.T) {
+	c := changelogtest.Cluster(t)
+	l := open(t, c, "a")
+	ctx := ctxT(t)
+	require.NoError(t, l.Write(ctx, []Op{{Key: `s/"one"`, Value: []byte("mark1")}, {Key: `s/"two"`, Value: []byte("mark2")}}))
+	require.NoError(t, l.Sync(ctx))
+	assert.Empty(t, l.Lost())
+
+	adm := kadm.NewClient(kgoClient(t, c))
+	resp, err := adm.DeleteTopics(ctx, "state")
+	require.NoError(t, err)
+	require.NoError(t, resp.Error())
+
+	require.NoError(t, l.Sync(ctx))
+
+	assert.NotEmpty(t, l.Lost(), "the loss is reported")
+	assert.Empty(t, l.Lost(), "once")
+	cfgs, err := adm.DescribeTopicConfigs(ctx, "state")
+	require.NoError(t, err)
+	rc, err := cfgs.On("state", nil)
+	require.NoError(t, err)
+	compacted := false
+	for _, cfg := range rc.Configs {
+		if cfg.Key == "cleanup.policy" && strings.Contains(cfg.MaybeValue(), "compact") {
+			compacted = true
+		}
+	}
+	assert.True(t, compacted, "created again compacted")
+
+	require.NoError(t, l.Write(ctx, []Op{{Key: `s/"three"`, Value: []byte("mark3")}}))
+	require.NoError(t, l.Sync(ctx))
+	b := open(t, c, "b")
+	require.NoError(t, b.Sync(ctx))
+	_, ok := b.Get(`s/"one"`)
+	assert.False(t, ok, "what the old topic held is gone")
+	v, ok := b.Get(`s/"three"`)
+	assert.True(t, ok)
+	assert.Equal(t, "mark3", string(v))
+}
+
+func kgoClient(t *testing.T, c *kfake.Cluster) *kgo.Client {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...))
+	require.NoError(t, err)
+	t.Cleanup(cl.Close)
+	return cl
 }

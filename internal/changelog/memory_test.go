@@ -15,7 +15,8 @@ import (
 // BenchmarkViewMemory measures what a view holds per session: a changelog
 // of CHANGELOG_SESSIONS sessions (default 1,000,000), each its mark (a
 // 200-byte value, the size of the connector's journal entries) and,
-// for every tenth, an open turn's chunk of 2 KiB, is written to an
+// for every tenth, an open turn's chunk of 2 KiB, each naming one of 24
+// source partitions, is written to an
 // in-process cluster; then a new process's view is opened and read to the
 // end, and the live heap it added is reported per session.
 func BenchmarkViewMemory(b *testing.B) {
@@ -45,10 +46,11 @@ func BenchmarkViewMemory(b *testing.B) {
 		var ops []Op
 		for k := i; k < min(i+1000, n); k++ {
 			id := fmt.Sprintf(`s/"session-%08d"`, k)
-			ops = append(ops, Op{Key: id, Value: mark})
+			src := fmt.Sprintf("dsh-session-events/%d", k%24)
+			ops = append(ops, Op{Key: id, Value: mark, Source: src})
 			valueBytes += int64(len(mark))
 			if k%10 == 0 {
-				ops = append(ops, Op{Key: id + "/c/0", Value: chunk})
+				ops = append(ops, Op{Key: id + "/c/0", Value: chunk, Source: src})
 				valueBytes += int64(len(chunk))
 			}
 		}

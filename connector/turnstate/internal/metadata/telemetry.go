@@ -36,6 +36,7 @@ const (
 	MetricViewSyncs        = "otelcol_connector_turn_state_changelog_reads"
 	MetricChangelogRecords = "otelcol_connector_turn_state_changelog_records_written"
 	MetricChangelogBytes   = "otelcol_connector_turn_state_changelog_bytes_written"
+	MetricChangelogLost    = "otelcol_connector_turn_state_changelog_lost"
 )
 
 // Values of events_dropped's reason attribute.
@@ -83,6 +84,9 @@ type Telemetry struct {
 	// ChangelogRecords and ChangelogBytes count what the changelog writes
 	// that landed carried.
 	ChangelogRecords, ChangelogBytes metric.Int64Counter
+	// ChangelogLost counts the times the changelog topic was found deleted
+	// or created again.
+	ChangelogLost metric.Int64Counter
 	// SessionsRestored counts sessions resumed from the changelog when a
 	// batch first brought them to this instance (a partition assigned).
 	SessionsRestored metric.Int64Counter
@@ -175,6 +179,8 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 		"Records the changelog writes carried that the brokers acknowledged: one per journal key set, a tombstone per key deleted.")
 	t.ChangelogBytes = counter(MetricChangelogBytes, "By",
 		"Bytes of the changelog records the brokers acknowledged: keys, values and the writer header, before compression.")
+	t.ChangelogLost = counter(MetricChangelogLost, "{event}",
+		"Times the changelog topic was found deleted or created again: what it held is gone until the instances write their sessions again.")
 	t.RestoreFailures = counter(MetricRestoreFailures, "{batch}",
 		"Batches refused because the changelog could not be read to restore or check their sessions; the sender retries them.")
 	t.TurnsHandedOver = counter(MetricTurnsHandedOver, "{turn}",

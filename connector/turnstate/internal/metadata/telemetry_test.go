@@ -49,6 +49,7 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 	tt.ViewSyncs.Add(ctx, 1)
 	tt.ChangelogRecords.Add(ctx, 1)
 	tt.ChangelogBytes.Add(ctx, 1)
+	tt.ChangelogLost.Add(ctx, 1)
 	tt.RestoreDuration.Record(ctx, 0.01)
 	tt.AddDangling(ctx, "timeout", 2)
 	tt.AddDropped(ctx, ReasonOrphan, 4)
@@ -60,7 +61,7 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 		MetricEventsDropped, MetricGapsSkipped, MetricReorderOverflows, MetricEmitFailures, MetricJournalFailures,
 		MetricJournalLag, MetricJournalRestored, MetricRedelivered, MetricSessionsRestored, MetricRestoreFailures,
 		MetricTurnsHandedOver, MetricRestoreDuration, MetricTurnsHeld, MetricTurnsLost, MetricJournalDamaged, MetricViewSyncs,
-		MetricChangelogRecords, MetricChangelogBytes,
+		MetricChangelogRecords, MetricChangelogBytes, MetricChangelogLost,
 	} {
 		m, err := tel.GetMetric(name)
 		require.NoError(t, err, name)
