@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -62,6 +63,34 @@ type scaleNode struct {
 // turn of every session must reach Jaeger as exactly one complete span tree,
 // equal to the turn engine's own: 0 missing, 0 split, 0 stored twice.
 func TestKafkaScaleOut(t *testing.T) {
+	runScale(t, []string{"sigterm", "sigkill", "add"}, "")
+}
+
+// TestBrokerRestart runs the same deployment and sessions with the broker
+// stopped mid-run, between two parts, for 10 s (30 s in make soak) while
+// the next part is posted, and started again with its data (kfake
+// -data-dir): 0 turns missing, split or twice. In "changelog topic gone"
+// the broker comes back without the changelog topic (a broker that lost
+// it): every instance must say so (changelog_lost, one error line) and
+// write its sessions again, and still nothing is lost.
+func TestBrokerRestart(t *testing.T) {
+	t.Run("with its data", func(t *testing.T) { runScale(t, []string{"broker"}, "") })
+	t.Run("changelog topic gone", func(t *testing.T) { runScale(t, []string{"broker"}, "dsh-turn-state-changelog") })
+}
+
+// brokerOutage is how long TestBrokerRestart keeps the broker stopped.
+func brokerOutage() time.Duration {
+	if soak() {
+		return 30 * time.Second
+	}
+	return 10 * time.Second
+}
+
+// runScale is TestKafkaScaleOut with the given disruptions, one after each
+// of parts 1, 2, …, in a seeded order: sigterm, sigkill (the node comes
+// back two parts later), add, broker (the broker stops, and starts again
+// after the next part, without the topic lost if it is set).
+func runScale(t *testing.T, actions []string, lost string) {
 	kfakeBin := lookPath(t, "KFAKE", toolsHint)
 	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	seed := uint64(envInt(t, "DSH_SCALE_SEED", int(time.Now().UnixNano()%1000000)))
@@ -83,10 +112,12 @@ func TestKafkaScaleOut(t *testing.T) {
 	}
 	requireFree(t, addrs...)
 
-	kfake := start(t, dir, "kfake", kfakeBin, nil, "-port="+scaleKafka[strings.LastIndexByte(scaleKafka, ':')+1:],
-		"-partitions="+strconv.Itoa(scalePartitions))
+	kfakeArgs := []string{"-port=" + scaleKafka[strings.LastIndexByte(scaleKafka, ':')+1:],
+		"-partitions=" + strconv.Itoa(scalePartitions), "-data-dir=" + filepath.Join(dir, "kafka-data")}
+	kfakeRuns := 1
+	kfake := start(t, dir, "kfake", kfakeBin, nil, kfakeArgs...)
 	jaeger := startJaeger(t, dir, "jaeger", suiteJaeger)
-	backends := []*process{kfake, jaeger}
+	backends := []*process{jaeger}
 
 	runs := 0
 	startNode := func(n *scaleNode) {
@@ -96,7 +127,7 @@ func TestKafkaScaleOut(t *testing.T) {
 			"--set=connectors::turn_state::metrics_flush_interval=1s",
 			"--set=receivers::kafka/sessions::session_timeout="+scaleSessionTimeout.String(),
 			"--set=receivers::kafka/sessions::heartbeat_interval=1s")
-		poll(t, n.name+" healthy", 30*time.Second, httpOK("http://"+n.health+"/"), append(backends, n.proc)...)
+		poll(t, n.name+" healthy", 30*time.Second, httpOK("http://"+n.health+"/"), append(backends, kfake, n.proc)...)
 	}
 	for _, n := range nodes[:3] {
 		startNode(n)
@@ -105,10 +136,13 @@ func TestKafkaScaleOut(t *testing.T) {
 		"SESSION_EVENT_ENDPOINT=" + scaleIngestHTTP, "HEALTH_ENDPOINT=" + scaleIngestOK, "KAFKA_BROKERS=" + scaleKafka,
 		"STATE_DIR=" + filepath.Join(dir, "ingest-state"), "TELEMETRY_PORT=" + scaleIngestSelf, "TELEMETRY_HOST=127.0.0.1",
 	}, "--config=../deploy/collector/kafka-ingest.yaml")
-	poll(t, "ingest healthy", 30*time.Second, httpOK("http://"+scaleIngestOK+"/"), append(backends, ingest)...)
+	poll(t, "ingest healthy", 30*time.Second, httpOK("http://"+scaleIngestOK+"/"), append(backends, kfake, ingest)...)
 	backends = append(backends, ingest)
 	alive := func() []*process {
 		out := append([]*process(nil), backends...)
+		if kfake != nil {
+			out = append(out, kfake)
+		}
 		for _, n := range nodes {
 			if n.proc != nil {
 				if done, _ := n.proc.exited(); !done {
@@ -169,15 +203,19 @@ func TestKafkaScaleOut(t *testing.T) {
 	// The disruptions, in a seeded order, one after each of parts 1-4; the
 	// killed node comes back two parts after its kill (its partitions have
 	// moved by then: each part takes longer than the session timeout).
-	actions := []string{"sigterm", "sigkill", "add"}
+	actions = slices.Clone(actions)
 	rng.Shuffle(len(actions), func(i, j int) { actions[i], actions[j] = actions[j], actions[i] })
 	plan := map[int][]string{}
 	for i, a := range actions {
 		plan[i+1] = append(plan[i+1], a)
-		if a == "sigkill" {
+		switch a {
+		case "sigkill":
 			plan[i+3] = append(plan[i+3], "restart")
+		case "broker":
+			plan[i+2] = append(plan[i+2], "broker-back")
 		}
 	}
+	var brokerStopped time.Time
 	victims := append([]*scaleNode(nil), nodes[:3]...)
 	rng.Shuffle(len(victims), func(i, j int) { victims[i], victims[j] = victims[j], victims[i] })
 	termed, killed := victims[0], victims[1]
@@ -221,7 +259,7 @@ func TestKafkaScaleOut(t *testing.T) {
 		time.Sleep(wait)
 		for _, a := range plan[p+1] {
 			moment := fmt.Sprintf("%s %s %v after part %d", a, map[string]string{"sigterm": termed.name, "sigkill": killed.name,
-				"add": nodes[3].name, "restart": killed.name}[a], wait, p+1)
+				"add": nodes[3].name, "restart": killed.name, "broker": "kfake", "broker-back": "kfake"}[a], wait, p+1)
 			moments = append(moments, moment)
 			// kfake removes a member that waits for a JoinGroup answer
 			// longer than its session timeout without answering it
@@ -232,9 +270,11 @@ func TestKafkaScaleOut(t *testing.T) {
 			// stays the seeded one unless a rebalance is still under
 			// way (the wait is logged then).
 			settled := time.Now()
-			poll(t, "group settled before "+moment, 60*time.Second, func() error {
-				return groupSettled(ctx, nodes)
-			}, alive()...)
+			if kfake != nil { // with the broker away there is no group to settle
+				poll(t, "group settled before "+moment, 60*time.Second, func() error {
+					return groupSettled(ctx, nodes)
+				}, alive()...)
+			}
 			if d := time.Since(settled); d > 100*time.Millisecond {
 				t.Logf("%s: waited %v for the group to settle", moment, d.Round(time.Millisecond))
 			}
@@ -252,6 +292,20 @@ func TestKafkaScaleOut(t *testing.T) {
 				startNode(nodes[3])
 			case "restart":
 				startNode(killed)
+			case "broker":
+				if err := kfake.stop(30 * time.Second); err != nil {
+					errorf(t, "kfake: %v", err)
+				}
+				kfake, brokerStopped = nil, time.Now()
+			case "broker-back":
+				time.Sleep(time.Until(brokerStopped.Add(brokerOutage())))
+				kfakeRuns++
+				args := kfakeArgs
+				if lost != "" {
+					args = append(slices.Clone(args), "-delete-topics="+lost)
+				}
+				kfake = start(t, dir, fmt.Sprintf("kfake-%d", kfakeRuns), kfakeBin, nil, args...)
+				t.Logf("the broker was away %v", time.Since(brokerStopped).Round(time.Millisecond))
 			}
 			// Logged as it happens, with what it took: a failure later
 			// then shows how far the test came.
@@ -352,11 +406,21 @@ func TestKafkaScaleOut(t *testing.T) {
 		lines = append(lines, fmt.Sprintf("%s %v", k, sums[k]))
 	}
 	t.Logf("self-metrics of the running instances (the stopped one's are gone): %s", strings.Join(lines, ", "))
-	if sums["otelcol_connector_turn_state_sessions_restored"] == 0 {
+	if slices.Contains(actions, "sigterm") && sums["otelcol_connector_turn_state_sessions_restored"] == 0 {
 		errorf(t, "no session was restored from the changelog: no partition moved with sessions in it")
 	}
-	if sums["otelcol_connector_turn_state_restore_failures"] != 0 {
-		errorf(t, "restores failed")
+	if lost != "" {
+		if sums["otelcol_connector_turn_state_changelog_lost"] == 0 {
+			errorf(t, "the changelog topic came back gone, and no instance counted it (changelog_lost)")
+		}
+		for _, n := range nodes {
+			if n.proc != nil && !strings.Contains(n.proc.output(), "Changelog topic LOST") {
+				errorf(t, "%s did not say that the changelog topic was lost", n.name)
+			}
+		}
+	}
+	if !slices.Contains(actions, "broker") && sums["otelcol_connector_turn_state_restore_failures"] != 0 {
+		errorf(t, "restores failed") // with the broker away they do, and are retried
 	}
 
 	// What the changelog cost: its records and bytes, per event.
@@ -423,7 +487,7 @@ func groupSettled(ctx context.Context, nodes []*scaleNode) error {
 	return nil
 }
 
-var selfLine = regexp.MustCompile(`(?m)^(otelcol_connector_turn_state_(?:sessions_restored|turns_handed_over|restore_failures|events_redelivered|restore_duration_count|restore_duration_sum|turns_dangling))(?:\{[^}]*\})? (\S+)`)
+var selfLine = regexp.MustCompile(`(?m)^(otelcol_connector_turn_state_(?:sessions_restored|turns_handed_over|restore_failures|events_redelivered|restore_duration_count|restore_duration_sum|turns_dangling|changelog_lost|changelog_reads))(?:_total)?(?:\{[^}]*\})? (\S+)`)
 
 // postScale posts rows of one session until they are accepted (a 5xx or a
 // connection error is retried, as a client does); it returns the requests
