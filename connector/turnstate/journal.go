@@ -545,6 +545,9 @@ func (c *core) startJournal(ctx context.Context, ops []*storage.Operation) journ
 		w.records = int64(len(ops))
 		for _, op := range ops {
 			w.bytes += int64(len(op.Key) + len(op.Value) + len(changelog.WriterHeader) + len(j.log.Writer()))
+			if id, ok := sessionOfKey(op.Key); ok && j.source[id] != "" {
+				w.bytes += int64(len(changelog.SourceHeader) + len(j.source[id]))
+			}
 		}
 		return w
 	}
