@@ -167,6 +167,7 @@ func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core
 	// alert on them has a series to watch.
 	tel.TurnsLost.Add(context.Background(), 0)
 	tel.JournalDamaged.Add(context.Background(), 0)
+	tel.ChangelogLost.Add(context.Background(), 0)
 	c.journaling = episode.New(set.Logger,
 		"Cannot write the journal: batches are refused (their senders retry) until a write lands; the sessions concerned are rewritten whole then",
 		"The journal is written again")
