@@ -372,12 +372,21 @@ func runScale(t *testing.T, actions []string, lost string) {
 	}
 	t.Logf("Jaeger: %d turns checked: %d missing, %d split, %d incomplete or different, %d with spans stored twice",
 		len(want.turns), missing, split, differ, twice)
+	report := func(format string, args ...any) { errorf(t, format, args...) }
+	if lost != "" && missing+split+twice == 0 && differ <= nSessions {
+		// The stated bound of a lost changelog topic: a turn open when the
+		// topic went, whose records the view had not read yet or whose
+		// partition moved before its instance wrote it again, is
+		// incomplete; at most the one turn each session had open.
+		t.Logf("%d turns incomplete, within the bound of a lost changelog (one open turn per session, %d sessions)", differ, nSessions)
+		report = t.Logf
+	}
 	for i, p := range problems {
 		if i == 40 {
-			errorf(t, "... and %d more", len(problems)-40)
+			report("... and %d more", len(problems)-40)
 			break
 		}
-		errorf(t, "%s", p)
+		report("%s", p)
 	}
 
 	// The hand-overs, as the instances saw them.

@@ -123,6 +123,7 @@ type Log struct {
 	stats   Stats
 	err     error  // the consumer's last error, for Sync's timeout message
 	lost    string // why the topic was found lost since the last Lost call ("" not)
+	renamed bool   // the reader's fetches name a topic id the broker does not have
 
 	reading *episode.Episode // the consumer's errors, logged once as they begin and end
 }
@@ -192,6 +193,23 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
+	cl, err := cfg.reader()
+	if err != nil {
+		return nil, err
+	}
+	prod, err := cfg.producer()
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	l.cl, l.adm, l.prod = cl, kadm.NewClient(cl), prod
+	l.startReading()
+	return l, nil
+}
+
+// reader is the client that reads the topic into the view from its start,
+// and the admin client.
+func (cfg Config) reader() (*kgo.Client, error) {
 	cl, err := kgo.NewClient(append(cfg.connOpts(),
 		kgo.ConsumeTopics(cfg.Topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
@@ -202,16 +220,15 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("changelog: %w", err)
 	}
-	prod, err := cfg.producer()
-	if err != nil {
-		cl.Close()
-		return nil, err
-	}
-	l.cl, l.adm, l.prod = cl, kadm.NewClient(cl), prod
+	return cl, nil
+}
+
+// startReading starts the loop that reads the topic into the view with
+// l.cl.
+func (l *Log) startReading() {
 	runCtx, cancel := context.WithCancel(context.Background())
-	l.cancel = cancel
-	go l.run(runCtx)
-	return l, nil
+	l.cancel, l.done = cancel, make(chan struct{})
+	go l.run(runCtx, l.cl, l.done)
 }
 
 // producer is the client that writes: a client of its own, so that a topic
@@ -436,13 +453,21 @@ func (l *Log) Sync(ctx context.Context) error {
 				break
 			}
 		}
-		changed, lastErr := l.changed, l.err
+		changed, lastErr, renamed := l.changed, l.err, l.renamed
+		l.renamed = false
 		l.mu.Unlock()
 		if !behind {
 			return nil
 		}
+		if renamed {
+			// The reader's fetches name a topic id the broker no longer
+			// has: the topic was created anew under the same name.
+			l.startOver("the topic was created anew (its id changed)")
+			continue
+		}
 		select {
 		case <-changed:
+		case <-time.After(100 * time.Millisecond): // renamed is set without a change
 		case <-ctx.Done():
 			if lastErr != nil {
 				return fmt.Errorf("changelog: read %s: %w (%v)", l.cfg.Topic, ctx.Err(), lastErr)
@@ -538,20 +563,34 @@ func (l *Log) DrainForeign() []string {
 // values — what the topic held last — so that their writers can write them
 // again (Lost).
 func (l *Log) startOver(why string) {
-	l.cl.PurgeTopicsFromClient(l.cfg.Topic)
-	prod, err := l.cfg.producer()
+	// New clients: a producer with a new producer id (its sequence numbers
+	// start over with the topic's partitions) and a reader that knows
+	// nothing of the old topic's id and offsets.
+	prod, perr := l.cfg.producer()
+	cl, cerr := l.cfg.reader()
+	if perr != nil || cerr != nil {
+		if prod != nil {
+			prod.Close()
+		}
+		if cl != nil {
+			cl.Close()
+		}
+		l.mu.Lock()
+		l.lost = why
+		l.mu.Unlock()
+		return // the next Sync finds it again, and tries again
+	}
+	l.cancel()
+	<-l.done
 	l.mu.Lock()
-	l.lost = why
+	l.lost, l.renamed = why, false
 	clear(l.pos) // the view keeps its values: the last the topic held, for writing again
-	old := l.prod
-	if err == nil {
-		l.prod = prod
-	}
+	oldProd, oldCl := l.prod, l.cl
+	l.prod, l.cl, l.adm = prod, cl, kadm.NewClient(cl)
+	l.startReading()
 	l.mu.Unlock()
-	if err == nil {
-		old.Close() // its writes in flight fail, and their passes are retried
-	}
-	l.cl.AddConsumeTopics(l.cfg.Topic)
+	oldProd.Close() // its writes in flight fail, and their passes are retried
+	oldCl.Close()
 }
 
 // Lost returns why the topic was found lost (deleted and created again, or
@@ -595,10 +634,10 @@ func (l *Log) Close() {
 }
 
 // run reads the topic into the view until ctx ends.
-func (l *Log) run(ctx context.Context) {
-	defer close(l.done)
+func (l *Log) run(ctx context.Context, cl *kgo.Client, done chan struct{}) {
+	defer close(done)
 	for {
-		fs := l.cl.PollFetches(ctx)
+		fs := cl.PollFetches(ctx)
 		if ctx.Err() != nil {
 			return
 		}
@@ -610,6 +649,9 @@ func (l *Log) run(ctx context.Context) {
 		l.mu.Lock()
 		if ferr != nil {
 			l.err = ferr
+			if errors.Is(ferr, kerr.UnknownTopicID) {
+				l.renamed = true
+			}
 		}
 		moved := false
 		fs.EachRecord(func(r *kgo.Record) {
