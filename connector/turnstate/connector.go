@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
+	"github.com/dshtrace/dshtrace/internal/changelog"
 	"github.com/dshtrace/dshtrace/internal/episode"
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
@@ -97,6 +98,8 @@ type core struct {
 	// The gauges' values, kept current by record (and lag by finishJournal)
 	// so the telemetry callback never takes mu.
 	open, sessions, lag, heldTurns atomic.Int64
+	// view is the changelog, once open, for the view gauges.
+	view atomic.Pointer[changelog.Log]
 
 	// journaling is the journal's writes failing: logged once as it begins
 	// and ends.
@@ -158,6 +161,14 @@ func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core
 		SessionsOpen: c.sessions.Load,
 		JournalLag:   c.lag.Load,
 		TurnsHeld:    c.heldTurns.Load,
+		View: func() (int64, int64, int64, bool) {
+			l := c.view.Load()
+			if l == nil {
+				return 0, 0, 0, false
+			}
+			s, b, p := l.View()
+			return s, b, p, true
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -358,6 +369,7 @@ func (c *core) consumeSynced(ctx context.Context, ld plog.Logs) error {
 		if follows && !c.restores(ld) {
 			return nil
 		}
+		c.follow(source)
 		// The view is read to the topic's end once this instance's own
 		// writes are in it: a session let go of while its last write was
 		// in flight is then restored from that write.
@@ -375,9 +387,13 @@ func (c *core) consumeSynced(ctx context.Context, ld plog.Logs) error {
 		if c.journal != nil {
 			keep = map[string]*kept{}
 		}
-		c.handOver(ctx)
+		c.handOver(ctx, source)
 		start := time.Now()
 		n := c.restoreFirstSight(ctx, ld, now)
+		if c.journal.resumeOwn {
+			c.journal.resumeOwn = false
+			n += c.resumeOwn(ctx, now)
+		}
 		if assigned {
 			n += c.restorePartition(ctx, source, now)
 		}
@@ -414,7 +430,7 @@ func (c *core) sweep(ctx context.Context) {
 		}
 		return nil
 	}, change: func(now time.Time) map[string]*kept {
-		c.handOver(ctx)
+		c.handOver(ctx, "")
 		c.engine.Sweep(now)
 		return nil
 	}})
@@ -463,6 +479,7 @@ func (c *core) start(ctx context.Context, host component.Host) error {
 				c.startErr = fmt.Errorf("turn_state: open the changelog: %w", err)
 				return
 			}
+			c.view.Store(j.log)
 			if err := c.restore(ctx, j); err != nil {
 				j.log.Close()
 				c.startErr = fmt.Errorf("turn_state: restore the sessions from the changelog: %w", err)

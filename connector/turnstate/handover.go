@@ -3,6 +3,7 @@ package turnstate
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -84,6 +85,20 @@ func (ps positions) follows(ctx context.Context) (follows bool, source string) {
 	last, seen := ps[k]
 	ps[k] = o
 	return seen && o == last+1, topic[0] + "/" + part[0]
+}
+
+// forget forgets the last batch consumed from a source ("topic/partition"):
+// the next batch of it reads the changelog and restores the partition. It
+// reports whether this instance had consumed from it.
+func (ps positions) forget(source string) bool {
+	i := strings.LastIndexByte(source, '/')
+	if i < 0 {
+		return false
+	}
+	k := partitionKey{source[:i], source[i+1:]}
+	_, ok := ps[k]
+	delete(ps, k)
+	return ok
 }
 
 // changelogStore is the journal's store on a changelog. source names the
@@ -178,6 +193,7 @@ func openChangelogJournal(ctx context.Context, cfg ChangelogConfig, logger *zap.
 		Brokers: cfg.Brokers, Topic: cfg.Topic, Owner: cfg.Owner,
 		Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor,
 		MaxRecordBytes: cfg.MaxRecordBytes, Group: sessionGroup, Logger: logger,
+		BySource: true, // a session's records in its session-topic partition's changelog partition
 	}
 	if cfg.TLS != nil {
 		tlsCfg, err := cfg.TLS.LoadTLSConfig(ctx)
@@ -260,23 +276,51 @@ func (c *core) changelogLost(ctx context.Context, why string) {
 		zap.Int("sessions_rewritten", n), zap.Int("open_turns", open))
 }
 
+// follow makes the changelog view read what a batch of source needs: the
+// changelog partition of the session topic's partition it comes from, or,
+// for a batch without the kafka receiver's metadata, every partition (then
+// for good, and the sessions an earlier start of this owner wrote last are
+// resumed, as a start with the whole view would). Callers hold drainMu.
+func (c *core) follow(source string) {
+	j := c.journal
+	if source == "" {
+		if !j.readsAll {
+			j.readsAll, j.resumeOwn = true, true
+			j.log.FollowAll()
+			c.logger.Warn("Changelog: a batch came without the kafka receiver's partition metadata, so this instance cannot tell "+
+				"which sessions are its partitions': its view reads the whole changelog from now on (memory for every session of the group)",
+				zap.String("topic", c.cfg.Changelog.withDefaults().Topic))
+		}
+		return
+	}
+	j.log.Follow(source)
+	if p, shared := j.log.PartitionOf(source); shared && !j.warnedShared {
+		j.warnedShared = true
+		c.logger.Warn("Changelog: the session topic has more partitions than the changelog, so partitions share a changelog partition, "+
+			"and an instance reads the sessions of partitions it does not consume. Give the changelog as many partitions as the session topic "+
+			"(a new topic: partitions cannot be added to it)",
+			zap.String("source", source), zap.Int32("changelog_partition", p))
+	}
+}
+
 // handOver lets go of the sessions another instance wrote since the last
-// pass: no span, no metric, no journal write. Callers hold mu.
-func (c *core) handOver(ctx context.Context) {
+// pass: no span, no metric, no journal write. A session of a partition
+// this instance consumed that another instance wrote means the partition
+// moved there: every session of that partition is let go of, and the view
+// stops reading it (unless it is current, the source of the batch of this
+// pass: then this instance has it back, and the sessions written
+// elsewhere are restored from the view). Callers hold drainMu and mu.
+func (c *core) handOver(ctx context.Context, current string) {
 	j := c.journal
 	if j == nil || j.log == nil {
 		return
 	}
 	var sessions, turns int64
-	for _, g := range j.log.DrainForeign() {
-		id, ok := sessionOfKey(g)
-		if !ok {
-			continue
-		}
+	let := func(id string) {
 		open, held := c.engine.Release(id)
 		_, journaled := j.sessions[id]
 		if !held && !journaled {
-			continue
+			return
 		}
 		j.release(id)
 		c.readMu.Lock()
@@ -287,10 +331,73 @@ func (c *core) handOver(ctx context.Context) {
 			turns++
 		}
 	}
+	moved := map[string]bool{}
+	for _, g := range j.log.DrainForeign() {
+		id, ok := sessionOfKey(g)
+		if !ok {
+			continue
+		}
+		if src := j.source[id]; src != "" && src != current {
+			if _, held := c.engine.Mark(id); held {
+				moved[src] = true
+			}
+		}
+		let(id)
+	}
+	var partitions []string
+	for src := range moved {
+		if !c.positions.forget(src) {
+			continue
+		}
+		for id, s := range j.source {
+			if s == src {
+				let(id)
+			}
+		}
+		partitions = append(partitions, src)
+	}
+	if len(partitions) > 0 {
+		slices.Sort(partitions)
+		j.log.Unfollow(partitions...)
+		c.logger.Info("Partitions consumed by another instance now: their sessions let go of, their changelog no longer read here",
+			zap.Strings("partitions", partitions))
+	}
 	if sessions > 0 {
 		c.tel.TurnsHandedOver.Add(ctx, turns)
 		c.logger.Info("Sessions taken over by another instance let go of", zap.Int64("sessions", sessions), zap.Int64("open_turns", turns))
 	}
+}
+
+// resumeOwn resumes the sessions an earlier start of this owner wrote
+// last that the engine does not hold, as a start does when its view holds
+// the whole changelog. Callers hold mu; the view was synced in this pass.
+func (c *core) resumeOwn(ctx context.Context, now time.Time) int {
+	j := c.journal
+	var ids []string
+	j.log.Groups(func(g, writer string) {
+		if id, ok := sessionOfKey(g); ok && changelog.OwnerOf(writer) == j.owner && writer != j.log.Writer() {
+			ids = append(ids, id)
+		}
+	})
+	slices.Sort(ids)
+	n := 0
+	for _, id := range ids {
+		if _, held := c.engine.Mark(id); held {
+			continue
+		}
+		r, ok, err := j.readSession(ctx, id)
+		if err != nil {
+			c.tel.RestoreFailures.Add(ctx, 1)
+			c.logger.Error("Session journal unreadable; the session starts afresh", zap.String("session", id), zap.Error(err))
+			continue
+		}
+		if ok {
+			j.adopt(r)
+			c.resume(ctx, r, now)
+			n++
+		}
+	}
+	return n
 }
 
 // restorePartition resumes, when a batch is the first of its partition

@@ -298,6 +298,10 @@ func TestChangelogLostIsSaidAndWrittenAgain(t *testing.T) {
 	a.shutdown()
 
 	again := onChangelog(t, cluster, "a")
+	assert.Zero(t, again.core().engine.OpenTurns(), "a start reads no partition of the changelog")
+	// Its first batch (without partition metadata, as these: the view then
+	// reads every partition) resumes the sessions this owner wrote last.
+	again.feed(plog.NewLogs())
 	assert.Equal(t, open, again.core().engine.OpenTurns(), "the sessions were written again: a restart resumes their open turns")
 	again.shutdown()
 }
@@ -353,6 +357,13 @@ func TestChangelogWritesShareRoundTrips(t *testing.T) {
 	assert.Equal(t, int64(parts), h.selfSum(metadata.MetricViewSyncs), "one read of the changelog per partition")
 	h.shutdown()
 	again := onChangelog(t, cluster, "a")
+	// The first batch of each partition after the restart restores the
+	// partition's open turns.
+	next := make([][]plog.Logs, parts)
+	for p := range next {
+		next[p] = []plog.Logs{plog.NewLogs()}
+	}
+	consumePartitions(t, again, next)
 	assert.Equal(t, refOpen, again.core().engine.OpenTurns(), "the journal holds every session's open turn")
 	again.shutdown()
 }
@@ -470,4 +481,102 @@ func TestChangelogOverTLSAndSASL(t *testing.T) {
 	err := cfg.Validate()
 	assert.ErrorContains(t, err, `changelog::auth::mechanism "GSSAPI": want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512`)
 	assert.ErrorContains(t, err, "changelog::auth::username must not be empty")
+}
+
+// An instance's changelog view holds the partitions it consumes, not the
+// whole topic. A consumes the four partitions of the session topic (a
+// session each, left mid-stream); B starts with an empty view, is assigned
+// two of them and reads only those two, restoring their open turns. A's
+// next sweep sees B's writes, lets go of every session of the two
+// partitions and stops reading them. Together A and B emit exactly what
+// one uninterrupted instance emits.
+func TestChangelogViewFollowsPartitions(t *testing.T) {
+	const parts = 4
+	path := filepath.Join(testcorpus.Dir(t), journalFiles[0])
+	records, _ := buildRecords(t, path, "s")
+	msgs := make([][]plog.Logs, parts)
+	ref := newHarness(t, createDefaultConfig(), nil, nil)
+	ref.start()
+	for p := range parts {
+		msgs[p] = batches(renamed(records, fmt.Sprintf("-part-%d", p)), 4)
+		require.GreaterOrEqual(t, len(msgs[p]), 4)
+		for _, b := range msgs[p] {
+			ref.feed(b)
+		}
+	}
+	want := ref.allTraces()
+	ref.shutdown()
+
+	cluster := changelogtest.Cluster(t)
+	a, b := onChangelog(t, cluster, "a"), onChangelog(t, cluster, "b")
+	view := func(h *harness) (sessions, partitions int64) {
+		s, _, p := h.core().journal.log.View()
+		return s, p
+	}
+	k := len(msgs[0]) / 2
+	for p := range parts {
+		for off := range k {
+			a.feedPartition(msgs[p][off], p, off)
+		}
+	}
+	s, ps := view(a)
+	assert.Equal(t, int64(parts), s, "A's view: the sessions of its four partitions")
+	assert.Equal(t, int64(parts), ps)
+	s, ps = view(b)
+	assert.Zero(t, s, "B reads nothing before it consumes a partition")
+	assert.Zero(t, ps)
+	aOpen := a.core().engine.OpenTurns()
+
+	// Partitions 2 and 3 move to B, from the offset A reached.
+	for p := 2; p < parts; p++ {
+		b.feedPartition(msgs[p][k], p, k)
+	}
+	s, ps = view(b)
+	assert.Equal(t, int64(2), s, "B's view: the sessions of its two partitions")
+	assert.Equal(t, int64(2), ps)
+	assert.Equal(t, int64(2), b.selfSum(metadata.MetricSessionsRestored))
+
+	a.core().sweep(context.Background())
+	s, ps = view(a)
+	assert.Equal(t, int64(2), s, "A no longer holds the moved partitions in its view")
+	assert.Equal(t, int64(2), ps)
+	assert.EqualValues(t, 2, a.selfGauge(metadata.MetricViewSessions), "the gauges say so")
+	assert.EqualValues(t, 2, a.selfGauge(metadata.MetricViewPartitions))
+	assert.Positive(t, a.selfGauge(metadata.MetricViewBytes))
+	assert.Equal(t, 2, a.core().engine.Sessions(), "A let go of the moved partitions' sessions")
+	for p := 2; p < parts; p++ {
+		keys, _ := a.core().journal.log.Keys(sessionKey(fmt.Sprintf("%s-part-%d", sessionID(t, msgs[p][0]), p)))
+		assert.Empty(t, keys)
+	}
+	assert.Equal(t, int64(aOpen-a.core().engine.OpenTurns()), a.selfSum(metadata.MetricTurnsHandedOver))
+
+	for p := range parts {
+		h := a
+		if p >= 2 {
+			h = b
+		}
+		for off := k; off < len(msgs[p]); off++ {
+			if h == b && off == k {
+				continue // fed above
+			}
+			h.feedPartition(msgs[p][off], p, off)
+		}
+	}
+	got := mergeTraces(a, b)
+	require.NoError(t, ptracetest.CompareTraces(regroup(want, false), regroup(got, false),
+		ptracetest.IgnoreResourceSpansOrder(), ptracetest.IgnoreSpansOrder()))
+	a.shutdown()
+	b.shutdown()
+}
+
+// sessionID is the session id of a batch's first record, without the
+// suffix renamed gave it.
+func sessionID(t *testing.T, ld plog.Logs) string {
+	ids := batchSessions(ld)
+	require.NotEmpty(t, ids)
+	id := ids[0]
+	if i := strings.LastIndex(id, "-part-"); i >= 0 {
+		id = id[:i]
+	}
+	return id
 }

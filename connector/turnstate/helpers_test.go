@@ -124,9 +124,16 @@ func (h *harness) feed(ld plog.Logs) {
 // offset of partition 0 of the session topic.
 func (h *harness) feedKafka(ld plog.Logs, offset int) {
 	h.t.Helper()
+	h.feedPartition(ld, 0, offset)
+}
+
+// feedPartition feeds a batch as the kafka receiver delivers the message
+// at offset of a partition of the session topic.
+func (h *harness) feedPartition(ld plog.Logs, partition, offset int) {
+	h.t.Helper()
 	h.feedCtx(client.NewContext(context.Background(), client.Info{Metadata: client.NewMetadata(map[string][]string{
 		"kafka.topic":     {"dsh-session-events"},
-		"kafka.partition": {"0"},
+		"kafka.partition": {strconv.Itoa(partition)},
 		"kafka.offset":    {strconv.Itoa(offset)},
 	})}), ld)
 }

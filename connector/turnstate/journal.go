@@ -80,6 +80,11 @@ type journal struct {
 	// source is, with a changelog, the session topic's partition each
 	// session's batches come from (handover.go), written with its records.
 	source map[string]string
+	// readsAll: the changelog view reads every partition (a batch came
+	// without partition metadata); resumeOwn: the next pass resumes this
+	// owner's sessions from it; warnedShared: said that session-topic
+	// partitions share changelog partitions. Guarded by drainMu.
+	readsAll, resumeOwn, warnedShared bool
 
 	// resumed is, per session restored at start, the first seq the journal
 	// had not applied (its Mark's Next): events below it delivered again

@@ -1,9 +1,11 @@
 // Package changelog keeps a key-value state in a compacted Kafka topic,
 // the way a stream processor keeps the changelog of a state store: every
 // change is a record keyed by the state's key (a nil value deletes it), and
-// every process sharing the topic reads all of it back into an in-memory
-// view. The topic is the state; the view is a cache of it that each
-// process rebuilds at start by reading the topic from its beginning.
+// every process sharing the topic reads it back into an in-memory view.
+// The topic is the state; the view is a cache of it that each process
+// rebuilds by reading the topic from its beginning: all of it, or with
+// Config.BySource only the partitions it follows (Follow), the way a
+// stream processor's task restores only its own partition's changelog.
 //
 // Keys are grouped (Config.Group): all keys of one group go to one
 // partition, so the writes of a group are totally ordered, and the view
@@ -27,8 +29,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -74,6 +78,14 @@ type Config struct {
 	TLS *tls.Config
 	// SASL, when set, authenticates every connection with it.
 	SASL sasl.Mechanism
+	// BySource partitions the topic by the records' sources instead of
+	// their groups: a record whose Source ends in "/N" (a partition of
+	// the topic the state comes from, "topic/N") goes to partition N
+	// modulo the changelog's partitions, so a source's state is in one
+	// partition; records without one go by their group. The view then
+	// reads only the partitions of the sources Follow names, until
+	// FollowAll.
+	BySource bool
 }
 
 // connOpts are the options every client of the log connects with.
@@ -114,6 +126,7 @@ type Log struct {
 
 	mu      sync.Mutex
 	values  map[string][]byte
+	bytes   int64 // of the values
 	groups  map[string]*group
 	writers map[string]string   // interned writer ids
 	prod    *kgo.Client         // writes; replaced when the topic was created anew
@@ -125,6 +138,17 @@ type Log struct {
 	lost    string // why the topic was found lost since the last Lost call ("" not)
 	renamed bool   // the reader's fetches name a topic id the broker does not have
 
+	// With BySource: the sources followed and their partitions, whether
+	// the view reads every partition anyway, and the topic's partitions.
+	follow map[string]int32
+	all    bool
+	parts  int32
+	swap   sync.Mutex // one reader swap at a time (follow, unfollow, start over)
+
+	// What the view holds, published after every change for readers that
+	// must not wait for mu (a metrics callback).
+	viewGroups, viewBytes, viewParts atomic.Int64
+
 	reading *episode.Episode // the consumer's errors, logged once as they begin and end
 }
 
@@ -134,6 +158,7 @@ type group struct {
 	keys   []string
 	writer string // the incarnation that wrote the group's latest record (interned)
 	source string // the latest source a record of the group named (interned)
+	part   int32  // the partition its records are in
 }
 
 // drop removes key from the group's keys.
@@ -175,6 +200,8 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		writers: map[string]string{},
 		foreign: map[string]struct{}{},
 		pos:     map[int32]int64{},
+		follow:  map[string]int32{},
+		all:     !cfg.BySource,
 		changed: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
@@ -189,11 +216,14 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 		return nil, fmt.Errorf("changelog: %w", err)
 	}
 	err = l.ensureTopic(ctx, kadm.NewClient(admin))
+	if err == nil {
+		l.parts, err = partitions(ctx, kadm.NewClient(admin), cfg.Topic)
+	}
 	admin.Close()
 	if err != nil {
 		return nil, err
 	}
-	cl, err := cfg.reader()
+	cl, err := cfg.reader(l.reads())
 	if err != nil {
 		return nil, err
 	}
@@ -207,20 +237,62 @@ func Open(ctx context.Context, cfg Config) (*Log, error) {
 	return l, nil
 }
 
-// reader is the client that reads the topic into the view from its start,
-// and the admin client.
-func (cfg Config) reader() (*kgo.Client, error) {
-	cl, err := kgo.NewClient(append(cfg.connOpts(),
-		kgo.ConsumeTopics(cfg.Topic),
+// partitions is the number of partitions of topic, listed with adm.
+func partitions(ctx context.Context, adm *kadm.Client, topic string) (int32, error) {
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err == nil {
+		err = ends.Error()
+	}
+	if err != nil {
+		return 0, fmt.Errorf("changelog: list the partitions of %s: %w", topic, err)
+	}
+	n := int32(0)
+	ends.Each(func(kadm.ListedOffset) { n++ })
+	return n, nil
+}
+
+// reader is the client that reads the topic into the view, and the admin
+// client: every partition from its start (reads nil), or the partitions of
+// reads from the offsets given.
+func (cfg Config) reader(reads map[int32]kgo.Offset) (*kgo.Client, error) {
+	opts := append(cfg.connOpts(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.FetchMaxWait(250*time.Millisecond),
 		kgo.FetchMaxPartitionBytes(max(cfg.MaxRecordBytes, 1<<20)),
 		kgo.MetadataMinAge(time.Second),
-	)...)
+	)
+	switch {
+	case reads == nil:
+		opts = append(opts, kgo.ConsumeTopics(cfg.Topic))
+	case len(reads) > 0:
+		opts = append(opts, kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{cfg.Topic: reads}))
+	}
+	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("changelog: %w", err)
 	}
 	return cl, nil
+}
+
+// reads is what a new reader reads: nil for every partition from its
+// start, or each partition followed from where the view is in it. Callers
+// hold mu, or own the Log alone.
+func (l *Log) reads() map[int32]kgo.Offset {
+	if l.all {
+		return nil
+	}
+	reads := map[int32]kgo.Offset{}
+	for _, p := range l.follow {
+		reads[p] = kgo.NewOffset().At(l.pos[p])
+	}
+	return reads
+}
+
+// sourcePartition is the partition a source names ("topic/N": N).
+func sourcePartition(source string) (int, bool) {
+	i := strings.LastIndexByte(source, '/')
+	n, err := strconv.Atoi(source[i+1:])
+	return n, err == nil && n >= 0
 }
 
 // startReading starts the loop that reads the topic into the view with
@@ -235,11 +307,22 @@ func (l *Log) startReading() {
 // found created anew is written by a new producer (with a new producer id:
 // its sequence numbers start over with the topic's partitions).
 func (cfg Config) producer() (*kgo.Client, error) {
-	groupOf := cfg.Group
+	groupOf, bySource := cfg.Group, cfg.BySource
 	prod, err := kgo.NewClient(append(cfg.connOpts(),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // the default, and what Write relies on
 		kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
-			return func(r *kgo.Record, n int) int { return partitionOf(groupOf(string(r.Key)), n) }
+			return func(r *kgo.Record, n int) int {
+				if bySource {
+					for _, h := range r.Headers {
+						if h.Key == SourceHeader {
+							if p, ok := sourcePartition(string(h.Value)); ok {
+								return p % n
+							}
+						}
+					}
+				}
+				return partitionOf(groupOf(string(r.Key)), n)
+			}
 		})),
 		kgo.ProducerBatchMaxBytes(cfg.MaxRecordBytes),
 		kgo.ProducerBatchCompression(kgo.ZstdCompression(), kgo.NoCompression()),
@@ -403,7 +486,10 @@ func (l *Log) Sync(ctx context.Context) error {
 	var ends kadm.ListedOffsets
 	for {
 		var err error
-		ends, err = l.adm.ListEndOffsets(ctx, l.cfg.Topic)
+		l.mu.Lock()
+		adm := l.adm
+		l.mu.Unlock()
+		ends, err = adm.ListEndOffsets(ctx, l.cfg.Topic)
 		if err == nil {
 			err = ends.Error()
 		}
@@ -418,7 +504,7 @@ func (l *Log) Sync(ctx context.Context) error {
 			// data): say so, and create it again, compacted, before a
 			// write creates it with the broker's defaults.
 			l.startOver("the topic does not exist")
-			if cerr := l.ensureTopic(ctx, l.adm); cerr != nil {
+			if cerr := l.ensureTopic(ctx, adm); cerr != nil {
 				l.logger.Warn("Changelog topic could not be created again; retrying", zap.String("topic", l.cfg.Topic), zap.Error(cerr))
 			}
 		} else if !kerr.IsRetriable(err) || ctx.Err() != nil {
@@ -431,7 +517,16 @@ func (l *Log) Sync(ctx context.Context) error {
 		}
 	}
 	want := map[int32]int64{}
-	ends.Each(func(o kadm.ListedOffset) { want[o.Partition] = o.Offset })
+	l.mu.Lock()
+	l.parts = 0
+	ends.Each(func(o kadm.ListedOffset) {
+		l.parts++
+		if l.readsPartition(o.Partition) {
+			want[o.Partition] = o.Offset
+		}
+	})
+	l.publish()
+	l.mu.Unlock()
 	for p, end := range want {
 		l.mu.Lock()
 		behind := l.pos[p] > end
@@ -563,34 +658,208 @@ func (l *Log) DrainForeign() []string {
 // values — what the topic held last — so that their writers can write them
 // again (Lost).
 func (l *Log) startOver(why string) {
-	// New clients: a producer with a new producer id (its sequence numbers
-	// start over with the topic's partitions) and a reader that knows
-	// nothing of the old topic's id and offsets.
-	prod, perr := l.cfg.producer()
-	cl, cerr := l.cfg.reader()
-	if perr != nil || cerr != nil {
-		if prod != nil {
-			prod.Close()
-		}
-		if cl != nil {
-			cl.Close()
-		}
+	l.swap.Lock()
+	defer l.swap.Unlock()
+	// A new producer, with a new producer id (its sequence numbers start
+	// over with the topic's partitions), and a new reader (below) that
+	// knows nothing of the old topic's id and offsets.
+	prod, err := l.cfg.producer()
+	if err != nil {
 		l.mu.Lock()
 		l.lost = why
 		l.mu.Unlock()
 		return // the next Sync finds it again, and tries again
 	}
+	if !l.swapReader(func() {
+		l.lost, l.renamed = why, false
+		clear(l.pos) // the view keeps its values: the last the topic held, for writing again
+	}) {
+		prod.Close()
+		l.mu.Lock()
+		l.lost = why
+		l.mu.Unlock()
+		return
+	}
+	l.mu.Lock()
+	oldProd := l.prod
+	l.prod = prod
+	l.mu.Unlock()
+	oldProd.Close() // its writes in flight fail, and their passes are retried
+}
+
+// swapReader stops the reader, applies change to the view (under mu), and
+// starts a new reader on what the view reads then (reads), from where it
+// is: the old reader's records are all applied or never, so no record of
+// a partition comes twice or from before a purge. It reports false, and
+// changes nothing, when no new client could be made. Callers hold swap.
+func (l *Log) swapReader(change func()) bool {
 	l.cancel()
 	<-l.done
 	l.mu.Lock()
-	l.lost, l.renamed = why, false
-	clear(l.pos) // the view keeps its values: the last the topic held, for writing again
-	oldProd, oldCl := l.prod, l.cl
-	l.prod, l.cl, l.adm = prod, cl, kadm.NewClient(cl)
+	defer l.mu.Unlock()
+	old := l.cl
+	change()
+	l.publish()
+	cl, err := l.cfg.reader(l.reads())
+	if err != nil {
+		l.logger.Warn("Changelog reader could not be made again; retrying", zap.String("topic", l.cfg.Topic), zap.Error(err))
+		cl = old // reads on as before; change is applied, the next swap tries again
+	} else {
+		l.cl, l.adm = cl, kadm.NewClient(cl)
+	}
 	l.startReading()
+	if cl != old {
+		go old.Close()
+	}
+	return err == nil
+}
+
+// Follow makes the view read the partitions of sources, from their start
+// (with BySource; without, it reads every partition anyway). A Sync after
+// it waits until they are read to their end.
+func (l *Log) Follow(sources ...string) {
+	l.swap.Lock()
+	defer l.swap.Unlock()
+	l.mu.Lock()
+	var add []string
+	reading := map[int32]bool{}
+	for _, p := range l.follow {
+		reading[p] = true
+	}
+	newParts := false
+	for _, src := range sources {
+		if _, ok := l.follow[src]; ok || l.all {
+			continue
+		}
+		add = append(add, src)
+		if p := l.partitionOfSource(src); !reading[p] {
+			reading[p], newParts = true, true
+		}
+	}
+	if !newParts {
+		for _, src := range add {
+			l.follow[src] = l.partitionOfSource(src)
+		}
+		l.mu.Unlock()
+		return
+	}
 	l.mu.Unlock()
-	oldProd.Close() // its writes in flight fail, and their passes are retried
-	oldCl.Close()
+	l.swapReader(func() {
+		for _, src := range add {
+			p := l.partitionOfSource(src)
+			if !l.readsPartition(p) {
+				l.pos[p] = 0 // from its start
+			}
+			l.follow[src] = p
+		}
+	})
+}
+
+// FollowAll makes the view read every partition from now on.
+func (l *Log) FollowAll() {
+	l.swap.Lock()
+	defer l.swap.Unlock()
+	l.mu.Lock()
+	all := l.all
+	l.mu.Unlock()
+	if all {
+		return
+	}
+	l.swapReader(func() {
+		l.all = true
+		// What was read already is read again, from the start: a
+		// partition's records apply in their order, once from the start.
+		clear(l.pos)
+	})
+}
+
+// Unfollow stops following sources: a partition no source followed maps to
+// any more is no longer read, and its groups leave the view.
+func (l *Log) Unfollow(sources ...string) {
+	l.swap.Lock()
+	defer l.swap.Unlock()
+	l.mu.Lock()
+	if l.all {
+		l.mu.Unlock()
+		return
+	}
+	gone := map[int32]bool{}
+	for _, src := range sources {
+		if p, ok := l.follow[src]; ok {
+			delete(l.follow, src)
+			gone[p] = true
+		}
+	}
+	for _, p := range l.follow {
+		delete(gone, p) // still read for another source
+	}
+	l.mu.Unlock()
+	if len(gone) == 0 {
+		return
+	}
+	l.swapReader(func() {
+		for g, gs := range l.groups {
+			if !gone[gs.part] {
+				continue
+			}
+			for _, k := range gs.keys {
+				l.bytes -= int64(len(l.values[k]))
+				delete(l.values, k)
+			}
+			delete(l.groups, g)
+			delete(l.foreign, g)
+		}
+		for p := range gone {
+			delete(l.pos, p)
+		}
+	})
+}
+
+// readsPartition reports whether the view reads partition p. Callers hold mu.
+func (l *Log) readsPartition(p int32) bool {
+	if l.all {
+		return true
+	}
+	for _, q := range l.follow {
+		if q == p {
+			return true
+		}
+	}
+	return false
+}
+
+// partitionOfSource is the partition a source's records go to, as the
+// producer's partitioner picks it. Callers hold mu.
+func (l *Log) partitionOfSource(src string) int32 {
+	n, ok := sourcePartition(src)
+	if !ok || l.parts <= 0 {
+		return 0
+	}
+	return int32(n % int(l.parts))
+}
+
+// PartitionOf is the changelog partition a source's records go to, and
+// whether it is shared with a source of a lower partition number (the
+// changelog has fewer partitions than the source topic).
+func (l *Log) PartitionOf(src string) (p int32, shared bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n, _ := sourcePartition(src)
+	return l.partitionOfSource(src), l.parts > 0 && n >= int(l.parts)
+}
+
+// Following returns how many partitions the view reads, and of how many.
+func (l *Log) Following() (reads, of int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.all {
+		return int(l.parts), int(l.parts)
+	}
+	ps := map[int32]bool{}
+	for _, p := range l.follow {
+		ps[p] = true
+	}
+	return len(ps), int(l.parts)
 }
 
 // Lost returns why the topic was found lost (deleted and created again, or
@@ -611,14 +880,34 @@ func (l *Log) Stats() Stats {
 	return l.stats
 }
 
-// Size returns the keys in the view and the bytes of their values.
-func (l *Log) Size() (keys int, bytes int64) {
+// publish stores what the view holds for View. Callers hold mu.
+func (l *Log) publish() {
+	l.viewGroups.Store(int64(len(l.groups)))
+	l.viewBytes.Store(l.bytes)
+	ps := map[int32]bool{}
+	for _, p := range l.follow {
+		ps[p] = true
+	}
+	if l.all {
+		l.viewParts.Store(int64(l.parts))
+	} else {
+		l.viewParts.Store(int64(len(ps)))
+	}
+}
+
+// View returns, without waiting for a change in progress, the groups the
+// view holds, the bytes of their values and the partitions it reads, as
+// they were after the latest change.
+func (l *Log) View() (groups, bytes, partitions int64) {
+	return l.viewGroups.Load(), l.viewBytes.Load(), l.viewParts.Load()
+}
+
+// Size returns the keys in the view, the groups they belong to and the
+// bytes of their values.
+func (l *Log) Size() (keys, groups int, bytes int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, v := range l.values {
-		bytes += int64(len(v))
-	}
-	return len(l.values), bytes
+	return len(l.values), len(l.groups), l.bytes
 }
 
 // Close stops reading and closes the client; pending writes have
@@ -655,6 +944,9 @@ func (l *Log) run(ctx context.Context, cl *kgo.Client, done chan struct{}) {
 		}
 		moved := false
 		fs.EachRecord(func(r *kgo.Record) {
+			if !l.readsPartition(r.Partition) {
+				return // a partition no longer followed (not read after the swap)
+			}
 			if r.Offset+1 < l.pos[r.Partition] {
 				// Offsets never go back in a topic that keeps its
 				// records: this one was deleted and created again.
@@ -670,6 +962,7 @@ func (l *Log) run(ctx context.Context, cl *kgo.Client, done chan struct{}) {
 		if moved {
 			close(l.changed)
 			l.changed = make(chan struct{})
+			l.publish()
 		}
 		l.mu.Unlock()
 	}
@@ -704,15 +997,17 @@ func (l *Log) apply(r *kgo.Record) {
 		gs = &group{}
 		l.groups[g] = gs
 	}
-	gs.writer = writer
+	gs.writer, gs.part = writer, r.Partition
 	if source != "" {
 		gs.source = source
 	}
+	l.bytes -= int64(len(l.values[key]))
 	if r.Value == nil {
 		delete(l.values, key)
 		gs.drop(key)
 	} else {
 		l.values[key] = slices.Clone(r.Value) // not a view into the fetch's buffer
+		l.bytes += int64(len(r.Value))
 		gs.add(key)
 	}
 	if writer != l.writer {

@@ -2,6 +2,7 @@ package changelog
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -118,7 +119,7 @@ func TestRestartReadsBackAfterCompaction(t *testing.T) {
 	assert.Equal(t, []string{`s/"y"/c/2`, `s/"y"/c/3`, `s/"y"/c/4`}, keys)
 	assert.Equal(t, "a", OwnerOf(w))
 	assert.Equal(t, []string{`s/"x"`, `s/"y"`}, a2.DrainForeign())
-	n, _ := a2.Size()
+	n, _, _ := a2.Size()
 	assert.Equal(t, 4, n)
 }
 
@@ -240,4 +241,128 @@ func kgoClient(t *testing.T, c *kfake.Cluster) *kgo.Client {
 	require.NoError(t, err)
 	t.Cleanup(cl.Close)
 	return cl
+}
+
+func openBySource(t *testing.T, c *kfake.Cluster, owner string) *Log {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	l, err := Open(ctx, Config{Brokers: c.ListenAddrs(), Topic: "state", Owner: owner, Partitions: 4, ReplicationFactor: -1,
+		MaxRecordBytes: 1 << 20, Group: sessionGroup, Logger: zaptest.NewLogger(t), BySource: true})
+	require.NoError(t, err)
+	t.Cleanup(l.Close)
+	return l
+}
+
+// With BySource a source's records go to the partition it names (modulo
+// the changelog's), and a view reads only the partitions of the sources it
+// follows: following one brings its groups in, unfollowing the last source
+// of a partition takes them out, following it again reads it anew.
+func TestBySourceViewFollowsPartitions(t *testing.T) {
+	c := changelogtest.Cluster(t)
+	ctx := ctxT(t)
+	a, b := openBySource(t, c, "a"), openBySource(t, c, "b")
+	var ops []Op
+	for src := range 6 { // sources 4 and 5 share the partitions of 0 and 1
+		for k := range 3 {
+			id := fmt.Sprintf(`s/"s%d-%d"`, src, k)
+			ops = append(ops, Op{Key: id, Value: []byte("mark"), Source: fmt.Sprintf("sessions/%d", src)},
+				Op{Key: id + "/c/0", Value: []byte("chunk"), Source: fmt.Sprintf("sessions/%d", src)})
+		}
+	}
+	noSource := `s/"nosource"` // a key without a source, in partition 3 by its group
+	for i := 0; partitionOf(noSource, 4) != 3; i++ {
+		noSource = fmt.Sprintf(`s/"nosource-%d"`, i)
+	}
+	ops = append(ops, Op{Key: noSource, Value: []byte("mark")})
+	require.NoError(t, a.Write(ctx, ops))
+
+	// Where the records are: a source's in the partition it names.
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.ListenAddrs()...), kgo.ConsumeTopics("state"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	defer cl.Close()
+	for seen := 0; seen < len(ops); {
+		fs := cl.PollFetches(ctx)
+		require.NoError(t, ctx.Err())
+		fs.EachRecord(func(r *kgo.Record) {
+			seen++
+			var src int
+			if _, err := fmt.Sscanf(string(r.Key), `s/"s%d-`, &src); err == nil {
+				assert.Equal(t, int32(src%4), r.Partition, "%s", r.Key)
+			}
+		})
+	}
+
+	require.NoError(t, b.Sync(ctx))
+	keys, groups, _ := b.Size()
+	assert.Zero(t, keys, "nothing followed, nothing read")
+	assert.Zero(t, groups)
+
+	b.Follow("sessions/1")
+	require.NoError(t, b.Sync(ctx))
+	got, _ := b.GroupsFrom("sessions/1")
+	assert.Equal(t, []string{`s/"s1-0"`, `s/"s1-1"`, `s/"s1-2"`}, got)
+	got, _ = b.GroupsFrom("sessions/5")
+	assert.Len(t, got, 3, "source 5 shares source 1's partition")
+	got, _ = b.GroupsFrom("sessions/2")
+	assert.Empty(t, got, "not followed")
+	keys, groups, bytes := b.Size()
+	assert.Equal(t, 12, keys)
+	assert.Equal(t, 6, groups)
+	assert.Equal(t, int64(6*len("mark")+6*len("chunk")), bytes)
+	reads, of := b.Following()
+	assert.Equal(t, 1, reads)
+	assert.Equal(t, 4, of)
+	p, shared := b.PartitionOf("sessions/5")
+	assert.Equal(t, int32(1), p)
+	assert.True(t, shared)
+
+	// Writes to a followed partition reach the view; the rest do not.
+	b.Follow("sessions/2")
+	require.NoError(t, a.Write(ctx, []Op{
+		{Key: `s/"s2-9"`, Value: []byte("new"), Source: "sessions/2"},
+		{Key: `s/"s3-9"`, Value: []byte("new"), Source: "sessions/3"},
+	}))
+	require.NoError(t, b.Sync(ctx))
+	_, ok := b.Get(`s/"s2-9"`)
+	assert.True(t, ok)
+	_, ok = b.Get(`s/"s3-9"`)
+	assert.False(t, ok, "partition 3 is not read")
+	_, _, bytes = b.Size()
+	assert.Equal(t, int64(9*len("mark")+9*len("chunk")+len("new")), bytes)
+
+	// Unfollowing source 1 stops reading its partition (5 is not followed).
+	b.DrainForeign()
+	b.Unfollow("sessions/1")
+	got, _ = b.GroupsFrom("sessions/1")
+	assert.Empty(t, got)
+	got, _ = b.GroupsFrom("sessions/5")
+	assert.Empty(t, got)
+	_, ok = b.Get(`s/"s1-0"/c/0`)
+	assert.False(t, ok)
+	_, _, bytes = b.Size()
+	assert.Equal(t, int64(3*len("mark")+3*len("chunk")+len("new")), bytes)
+	require.NoError(t, a.Write(ctx, []Op{{Key: `s/"s1-0"`, Value: []byte("later"), Source: "sessions/1"}}))
+	require.NoError(t, b.Sync(ctx))
+	_, ok = b.Get(`s/"s1-0"`)
+	assert.False(t, ok)
+	assert.Equal(t, []string(nil), b.DrainForeign(), "an unfollowed partition's writes are no one's business here")
+
+	// Following it again reads it anew, up to the latest write.
+	b.Follow("sessions/1")
+	require.NoError(t, b.Sync(ctx))
+	v, ok := b.Get(`s/"s1-0"`)
+	assert.True(t, ok)
+	assert.Equal(t, "later", string(v))
+	_, ok = b.Get(`s/"s1-2"/c/0`)
+	assert.True(t, ok)
+	assert.Empty(t, b.Lost(), "a partition read again is no lost topic")
+
+	b.FollowAll()
+	require.NoError(t, b.Sync(ctx))
+	keys, _, _ = b.Size()
+	assert.Equal(t, len(ops)+2, keys, "every key: those written first, s2-9 and s3-9")
+	_, ok = b.Get(noSource)
+	assert.True(t, ok)
 }

@@ -70,7 +70,7 @@ func BenchmarkViewMemory(b *testing.B) {
 		if err := r.Sync(ctx); err != nil {
 			b.Fatal(err)
 		}
-		keys, _ := r.Size()
+		keys, _, _ := r.Size()
 		after := liveHeap()
 		b.ReportMetric(float64(after-before)/float64(n), "heap-bytes/session")
 		b.ReportMetric(float64(after-before)/(1<<20), "heap-MiB")

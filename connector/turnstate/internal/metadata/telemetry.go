@@ -37,6 +37,9 @@ const (
 	MetricChangelogRecords = "otelcol_connector_turn_state_changelog_records_written"
 	MetricChangelogBytes   = "otelcol_connector_turn_state_changelog_bytes_written"
 	MetricChangelogLost    = "otelcol_connector_turn_state_changelog_lost"
+	MetricViewSessions     = "otelcol_connector_turn_state_changelog_view_sessions"
+	MetricViewBytes        = "otelcol_connector_turn_state_changelog_view_bytes"
+	MetricViewPartitions   = "otelcol_connector_turn_state_changelog_partitions_read"
 )
 
 // Values of events_dropped's reason attribute.
@@ -112,6 +115,9 @@ type Telemetry struct {
 	sessionsOpen    metric.Int64ObservableGauge
 	journalLag      metric.Int64ObservableGauge
 	turnsHeld       metric.Int64ObservableGauge
+	viewSessions    metric.Int64ObservableGauge
+	viewBytes       metric.Int64ObservableGauge
+	viewPartitions  metric.Int64ObservableGauge
 	registration    metric.Registration
 	hasRegistration bool
 }
@@ -130,6 +136,9 @@ type Gauges struct {
 	// TurnsHeld is the number of closed turns the traces consumer refused,
 	// held until it accepts them.
 	TurnsHeld func() int64
+	// View is, with a changelog, what its view holds: sessions, bytes of
+	// values and partitions read (ok false: no changelog, no values).
+	View func() (sessions, bytes, partitions int64, ok bool)
 }
 
 // NewTelemetry creates the instruments from the component's MeterProvider.
@@ -201,6 +210,15 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 	t.turnsHeld, err = m.Int64ObservableGauge(MetricTurnsHeld, metric.WithUnit("{turn}"),
 		metric.WithDescription("Closed turns the traces consumer refused, held and offered again; while any is held, batches are refused so their senders back off."))
 	errs = errors.Join(errs, err)
+	t.viewSessions, err = m.Int64ObservableGauge(MetricViewSessions, metric.WithUnit("{session}"),
+		metric.WithDescription("Sessions the changelog view holds: those of the session-topic partitions this instance consumes."))
+	errs = errors.Join(errs, err)
+	t.viewBytes, err = m.Int64ObservableGauge(MetricViewBytes, metric.WithUnit("By"),
+		metric.WithDescription("Bytes of the values the changelog view holds (journal entries and open turns' records), before the view's own overhead."))
+	errs = errors.Join(errs, err)
+	t.viewPartitions, err = m.Int64ObservableGauge(MetricViewPartitions, metric.WithUnit("{partition}"),
+		metric.WithDescription("Changelog partitions this instance reads: those of the session-topic partitions it consumes."))
+	errs = errors.Join(errs, err)
 	if errs != nil {
 		return nil, errs
 	}
@@ -217,8 +235,15 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 		if g.TurnsHeld != nil {
 			o.ObserveInt64(t.turnsHeld, g.TurnsHeld())
 		}
+		if g.View != nil {
+			if sessions, bytes, parts, ok := g.View(); ok {
+				o.ObserveInt64(t.viewSessions, sessions)
+				o.ObserveInt64(t.viewBytes, bytes)
+				o.ObserveInt64(t.viewPartitions, parts)
+			}
+		}
 		return nil
-	}, t.turnsOpen, t.sessionsOpen, t.journalLag, t.turnsHeld)
+	}, t.turnsOpen, t.sessionsOpen, t.journalLag, t.turnsHeld, t.viewSessions, t.viewBytes, t.viewPartitions)
 	if err != nil {
 		return nil, err
 	}

@@ -30,6 +30,7 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 		SessionsOpen: func() int64 { return 2 },
 		JournalLag:   func() int64 { return 1 },
 		TurnsHeld:    func() int64 { return 4 },
+		View:         func() (int64, int64, int64, bool) { return 5, 6, 7, true },
 	})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -61,7 +62,7 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 		MetricEventsDropped, MetricGapsSkipped, MetricReorderOverflows, MetricEmitFailures, MetricJournalFailures,
 		MetricJournalLag, MetricJournalRestored, MetricRedelivered, MetricSessionsRestored, MetricRestoreFailures,
 		MetricTurnsHandedOver, MetricRestoreDuration, MetricTurnsHeld, MetricTurnsLost, MetricJournalDamaged, MetricViewSyncs,
-		MetricChangelogRecords, MetricChangelogBytes, MetricChangelogLost,
+		MetricChangelogRecords, MetricChangelogBytes, MetricChangelogLost, MetricViewSessions, MetricViewBytes, MetricViewPartitions,
 	} {
 		m, err := tel.GetMetric(name)
 		require.NoError(t, err, name)
@@ -92,6 +93,9 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 	g, err := tel.GetMetric(MetricTurnsOpen)
 	require.NoError(t, err)
 	assert.EqualValues(t, 3, g.Data.(metricdata.Gauge[int64]).DataPoints[0].Value)
+	g, err = tel.GetMetric(MetricViewPartitions)
+	require.NoError(t, err)
+	assert.EqualValues(t, 7, g.Data.(metricdata.Gauge[int64]).DataPoints[0].Value)
 
 	require.NoError(t, tt.Shutdown())
 	require.NoError(t, tt.Shutdown(), "a second Shutdown is a no-op")
