@@ -418,6 +418,35 @@ func runScale(t *testing.T, actions []string, lost string) {
 	if slices.Contains(actions, "sigterm") && sums["otelcol_connector_turn_state_sessions_restored"] == 0 {
 		errorf(t, "no session was restored from the changelog: no partition moved with sessions in it")
 	}
+	// State follows its partitions: each instance's changelog view holds
+	// the sessions of the partitions it consumes, not the group's.
+	running, held := 0, 0.0
+	for _, n := range nodes {
+		if n.proc == nil {
+			continue
+		}
+		_, body, err := get(ctx, "http://"+n.self+"/metrics")
+		if err != nil {
+			errorf(t, "%s: %v", n.name, err)
+			continue
+		}
+		owned, _ := ownedPartitions(ctx, "http://"+n.self+"/metrics")
+		v := map[string]float64{}
+		for _, m := range viewLine.FindAllSubmatch(body, -1) {
+			v[string(m[1])], _ = strconv.ParseFloat(string(m[2]), 64)
+		}
+		running++
+		held += v["view_sessions"]
+		t.Logf("%s: consumes %d partitions, reads %v changelog partitions, holds %v sessions (%v bytes of values) in its view",
+			n.name, owned, v["partitions_read"], v["view_sessions"], v["view_bytes"])
+	}
+	// Each view holds its partitions' sessions (a partition that moved away
+	// is dropped at the old owner's next sweep after the new owner's first
+	// write): together no session twice. A view of the whole changelog in
+	// each would hold every session in each.
+	if lost == "" && (held == 0 || held > float64(nSessions)) {
+		errorf(t, "the views of the %d running instances hold %v sessions of %d: want each session in one view", running, held, nSessions)
+	}
 	if lost != "" {
 		if sums["otelcol_connector_turn_state_changelog_lost"] == 0 {
 			errorf(t, "the changelog topic came back gone, and no instance counted it (changelog_lost)")
@@ -430,6 +459,16 @@ func runScale(t *testing.T, actions []string, lost string) {
 	}
 	if !slices.Contains(actions, "broker") && sums["otelcol_connector_turn_state_restore_failures"] != 0 {
 		errorf(t, "restores failed") // with the broker away they do, and are retried
+		for _, n := range nodes {
+			if n.proc == nil {
+				continue
+			}
+			for _, line := range strings.Split(n.proc.output(), "\n") {
+				if strings.Contains(line, "changelog") && (strings.Contains(line, "warn") || strings.Contains(line, "error")) {
+					t.Logf("%s: %s", n.name, line)
+				}
+			}
+		}
 	}
 
 	// What the changelog cost: its records and bytes, per event.
@@ -495,6 +534,8 @@ func groupSettled(ctx context.Context, nodes []*scaleNode) error {
 	}
 	return nil
 }
+
+var viewLine = regexp.MustCompile(`(?m)^otelcol_connector_turn_state_changelog_(view_sessions|view_bytes|partitions_read)(?:\{[^}]*\})? (\S+)`)
 
 var selfLine = regexp.MustCompile(`(?m)^(otelcol_connector_turn_state_(?:sessions_restored|turns_handed_over|restore_failures|events_redelivered|restore_duration_count|restore_duration_sum|turns_dangling|changelog_lost|changelog_reads))(?:_total)?(?:\{[^}]*\})? (\S+)`)
 

@@ -249,7 +249,8 @@ func once(o options, m manifest, sessions []session, n int, journal bool) (resul
 			return r, err
 		}
 	}
-	common := []string{"KAFKA_BROKERS=" + brokers, "TELEMETRY_HOST=127.0.0.1", "TRACES_OTLP_ENDPOINT=127.0.0.1:" + strconv.Itoa(ports[1])}
+	common := []string{"KAFKA_BROKERS=" + brokers, "TELEMETRY_HOST=127.0.0.1",
+		"CHANGELOG_PARTITIONS=" + strconv.Itoa(o.partitions), "TRACES_OTLP_ENDPOINT=127.0.0.1:" + strconv.Itoa(ports[1])}
 	type node struct {
 		p    *proc
 		self string

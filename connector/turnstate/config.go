@@ -107,6 +107,12 @@ type ChangelogConfig struct {
 	TLS *configtls.ClientConfig `mapstructure:"tls"`
 	// Auth, when set, authenticates with SASL.
 	Auth *ChangelogAuth `mapstructure:"auth"`
+	// ConsumerGroup is the kafka receiver's group_id. With it, and the
+	// receiver's group_instance_id equal to Owner, a turn is closed as
+	// dangling only while the group coordinator lists its session's
+	// partition as this instance's: an old owner never closes a turn its
+	// partition's new owner carries on.
+	ConsumerGroup string `mapstructure:"consumer_group"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}

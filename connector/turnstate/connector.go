@@ -100,6 +100,9 @@ type core struct {
 	open, sessions, lag, heldTurns atomic.Int64
 	// view is the changelog, once open, for the view gauges.
 	view atomic.Pointer[changelog.Log]
+	// sweepLooked, in tests, runs in a sweep after it looked at the
+	// changelog view for the last time: what another instance does then.
+	sweepLooked func()
 
 	// journaling is the journal's writes failing: logged once as it begins
 	// and ends.
@@ -376,7 +379,9 @@ func (c *core) consumeSynced(ctx context.Context, ld plog.Logs) error {
 		c.writing.Wait()
 		var err error
 		if synced, err = c.syncView(ctx); err != nil {
-			c.tel.RestoreFailures.Add(ctx, 1)
+			if ctx.Err() == nil {
+				c.tel.RestoreFailures.Add(ctx, 1)
+			} // else the receiver gave the batch up (its partition was revoked meanwhile): no failure of the changelog
 			return errRestore(err)
 		}
 		c.tel.ViewSyncs.Add(ctx, 1)
@@ -422,16 +427,34 @@ func (c *core) consumeSynced(ctx context.Context, ld plog.Logs) error {
 // instances took over are let go of, so the sweep never closes a session
 // that is no longer this instance's; without a sync there is no sweep.
 func (c *core) sweep(ctx context.Context) {
-	synced := true
+	synced, asked := true, true
+	var owned ownership
 	err := c.settle(ctx, pass{exclusive: true, prepare: func(ctx context.Context) error {
 		if _, err := c.syncView(ctx); err != nil {
 			synced = false
 			return err
 		}
+		var err error
+		if owned, err = c.checkOwnership(ctx, c.clock()); err != nil {
+			asked = false
+			return err
+		}
 		return nil
 	}, change: func(now time.Time) map[string]*kept {
 		c.handOver(ctx, "")
-		c.engine.Sweep(now)
+		if c.sweepLooked != nil {
+			c.sweepLooked()
+		}
+		if len(owned.moved) > 0 {
+			var h handed
+			c.dropPartitions(ctx, owned.moved, &h)
+			h.report(ctx, c)
+		}
+		var hold func(string) bool
+		if len(owned.held) > 0 {
+			hold = func(id string) bool { return owned.held[c.journal.source[id]] }
+		}
+		c.engine.SweepHolding(now, hold)
 		return nil
 	}})
 	switch {
@@ -441,6 +464,8 @@ func (c *core) sweep(ctx context.Context) {
 		// tries again.
 	case !synced:
 		c.logger.Warn("Changelog unreadable; the sweep waits for it", zap.Error(err))
+	case !asked:
+		c.logger.Warn("The consumer group's coordinator did not answer; the sweep closes no turn as dangling until it does", zap.Error(err))
 	default:
 		c.logger.Warn("The sweep failed; the next one tries again", zap.Error(err))
 	}

@@ -23,10 +23,12 @@ import (
 //
 // The journal protocol is the same as with a storage extension (journal.go:
 // the same keys, written in the same pass, at the same point); only the
-// idx buckets are gone, as the changelog lists its keys. Every instance
-// reads the whole topic into its view (internal/changelog). A session's
-// keys share one changelog partition, so its writes are ordered, and the
-// view knows which instance (incarnation) wrote it last. Then:
+// idx buckets are gone, as the changelog lists its keys. A session's keys
+// share one changelog partition, the one numbered as its session-topic
+// partition, so its writes are ordered, and the view knows which instance
+// (incarnation) wrote it last. An instance's view reads only the
+// partitions of what it consumes (internal/changelog, BySource; follow).
+// Then:
 //
 //   - restore on first sight: a batch that brings a session the engine does
 //     not hold, after the view is synced up to the topic's end, resumes it
@@ -315,22 +317,7 @@ func (c *core) handOver(ctx context.Context, current string) {
 	if j == nil || j.log == nil {
 		return
 	}
-	var sessions, turns int64
-	let := func(id string) {
-		open, held := c.engine.Release(id)
-		_, journaled := j.sessions[id]
-		if !held && !journaled {
-			return
-		}
-		j.release(id)
-		c.readMu.Lock()
-		c.reader.Forget(id)
-		c.readMu.Unlock()
-		sessions++
-		if open {
-			turns++
-		}
-	}
+	var h handed
 	moved := map[string]bool{}
 	for _, g := range j.log.DrainForeign() {
 		id, ok := sessionOfKey(g)
@@ -342,30 +329,138 @@ func (c *core) handOver(ctx context.Context, current string) {
 				moved[src] = true
 			}
 		}
-		let(id)
+		h.add(c.letGo(id))
 	}
-	var partitions []string
+	var sources []string
 	for src := range moved {
+		sources = append(sources, src)
+	}
+	c.dropPartitions(ctx, sources, &h)
+	h.report(ctx, c)
+}
+
+// handed counts the sessions let go of in a pass, and their open turns.
+type handed struct{ sessions, turns int64 }
+
+func (h *handed) add(held, open bool) {
+	if held {
+		h.sessions++
+	}
+	if open {
+		h.turns++
+	}
+}
+
+func (h *handed) report(ctx context.Context, c *core) {
+	if h.sessions > 0 {
+		c.tel.TurnsHandedOver.Add(ctx, h.turns)
+		c.logger.Info("Sessions taken over by another instance let go of", zap.Int64("sessions", h.sessions), zap.Int64("open_turns", h.turns))
+	}
+}
+
+// letGo stops tracking a session another instance carries on, writing
+// nothing; it reports whether it was tracked, and had a turn open.
+// Callers hold mu.
+func (c *core) letGo(id string) (held, open bool) {
+	j := c.journal
+	open, inEngine := c.engine.Release(id)
+	_, journaled := j.sessions[id]
+	if !inEngine && !journaled {
+		return false, false
+	}
+	j.release(id)
+	c.readMu.Lock()
+	c.reader.Forget(id)
+	c.readMu.Unlock()
+	return true, open
+}
+
+// dropPartitions lets go of every session of the session-topic partitions
+// this instance consumed that another instance consumes now, and stops
+// reading their changelog; the next batch of one, if it comes back, reads
+// it again. Callers hold drainMu and mu.
+func (c *core) dropPartitions(ctx context.Context, sources []string, h *handed) {
+	j := c.journal
+	var dropped []string
+	for _, src := range sources {
 		if !c.positions.forget(src) {
 			continue
 		}
 		for id, s := range j.source {
 			if s == src {
-				let(id)
+				h.add(c.letGo(id))
 			}
 		}
-		partitions = append(partitions, src)
+		dropped = append(dropped, src)
 	}
-	if len(partitions) > 0 {
-		slices.Sort(partitions)
-		j.log.Unfollow(partitions...)
+	if len(dropped) > 0 {
+		slices.Sort(dropped)
+		j.log.Unfollow(dropped...)
 		c.logger.Info("Partitions consumed by another instance now: their sessions let go of, their changelog no longer read here",
-			zap.Strings("partitions", partitions))
+			zap.Strings("partitions", dropped))
 	}
-	if sessions > 0 {
-		c.tel.TurnsHandedOver.Add(ctx, turns)
-		c.logger.Info("Sessions taken over by another instance let go of", zap.Int64("sessions", sessions), zap.Int64("open_turns", turns))
+}
+
+// ownership is what the group coordinator said of the partitions of the
+// sessions whose turns a sweep would close as dangling: those another
+// member owns now (moved) and those no member of the group, or not this
+// instance, is known to own (held: their turns wait for the next sweep).
+type ownership struct {
+	moved []string
+	held  map[string]bool
+}
+
+// checkOwnership asks the group coordinator, when consumer_group is set,
+// who owns the partitions of the sessions whose turns are due to close as
+// dangling (at now, or within a sweep interval of it). A turn is closed
+// only while this instance owns its partition: one whose partition moved
+// is its new owner's to close or carry on, even before that one wrote it.
+// Callers hold drainMu, not mu.
+func (c *core) checkOwnership(ctx context.Context, now time.Time) (ownership, error) {
+	var o ownership
+	j := c.journal
+	if j == nil || j.log == nil || j.readsAll || c.cfg.Changelog == nil || c.cfg.Changelog.ConsumerGroup == "" {
+		return o, nil
 	}
+	group := c.cfg.Changelog.ConsumerGroup
+	c.mu.Lock()
+	due := c.engine.Due(now.Add(c.sweepInterval()))
+	sources := map[string]bool{}
+	for _, id := range due {
+		if src := j.source[id]; src != "" {
+			sources[src] = true
+		}
+	}
+	c.mu.Unlock()
+	if len(sources) == 0 {
+		return o, nil
+	}
+	owners, stable, static, err := j.log.Owners(ctx, group)
+	if err != nil {
+		return o, err
+	}
+	if !static {
+		if !j.warnedStatic {
+			j.warnedStatic = true
+			c.logger.Warn("changelog::consumer_group is set, but no member of the group has a group_instance_id: "+
+				"the coordinator cannot tell this instance's partitions; dangling turns are closed without asking it. "+
+				"Give the kafka receiver group_instance_id equal to changelog::owner",
+				zap.String("consumer_group", group))
+		}
+		return o, nil
+	}
+	o.held = map[string]bool{}
+	for src := range sources {
+		switch owner := owners[src]; {
+		case stable && owner == j.owner:
+		case stable && owner != "":
+			o.moved = append(o.moved, src)
+		default: // a rebalance, or nobody's: ask again at the next sweep
+			o.held[src] = true
+		}
+	}
+	slices.Sort(o.moved)
+	return o, nil
 }
 
 // resumeOwn resumes the sessions an earlier start of this owner wrote

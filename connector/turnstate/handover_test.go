@@ -2,6 +2,7 @@ package turnstate
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -579,4 +581,150 @@ func sessionID(t *testing.T, ld plog.Logs) string {
 		id = id[:i]
 	}
 	return id
+}
+
+// joinGroup starts a member of consumer group g with group.instance.id
+// instance, consuming the one-partition session topic, as the kafka
+// receiver of that instance would, and waits until the coordinator has
+// assigned it the partition.
+func joinGroup(t *testing.T, cluster *kfake.Cluster, g, instance string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	adm := kadm.NewClient(kgoClient(t, cluster))
+	if _, err := adm.CreateTopic(ctx, 1, -1, nil, "dsh-session-events"); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		require.NoError(t, err)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(cluster.ListenAddrs()...), kgo.ConsumerGroup(g), kgo.InstanceID(instance),
+		kgo.ConsumeTopics("dsh-session-events"), kgo.Balancers(kgo.CooperativeStickyBalancer()))
+	require.NoError(t, err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			cl.PollFetches(ctx)
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		cl.Close()
+	})
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		gs, err := adm.DescribeGroups(ctx, g)
+		require.NoError(c, err)
+		assigned := false
+		for _, d := range gs {
+			for _, m := range d.Members {
+				if a, ok := m.Assigned.AsConsumer(); ok && d.State == "Stable" && m.InstanceID != nil && *m.InstanceID == instance && len(a.Topics) == 1 {
+					assigned = true
+				}
+			}
+		}
+		assert.True(c, assigned, "%s assigned the partition", instance)
+	}, 20*time.Second, 50*time.Millisecond)
+}
+
+// A turn whose partition moved mid-turn is its new owner's alone, even
+// when the old owner's dangling timeout comes just as the partition's first
+// batch reaches the new owner, with the turn's end: with consumer_group the
+// old owner's sweep asks the group coordinator, finds the partition another
+// member's, and lets its sessions go. Without it the old owner, whose view
+// does not have the new owner's write yet, closes the turn as dangling while
+// the new owner closes it complete: the turn twice, the race the check
+// closes. An owner that still has the partition closes its turns as before.
+func TestChangelogDanglingOnlyByOwner(t *testing.T) {
+	path := filepath.Join(testcorpus.Dir(t), journalFiles[0])
+	records, _ := buildRecords(t, path, "s")
+	quiet := batches(renamed(records, "-quiet"), 4)
+	for _, tc := range []struct {
+		name    string
+		group   string
+		member  string // who the coordinator says has the partition
+		moveToB bool
+		twice   int // turns with two turn spans, over A and B
+		dangled int // turn spans closed as dangling
+	}{
+		{name: "moved, asked", group: "g", member: "b", moveToB: true, twice: 0, dangled: 0},
+		{name: "moved, not asked", group: "", member: "b", moveToB: true, twice: 1, dangled: 1},
+		{name: "still its own", group: "g", member: "a", twice: 0, dangled: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cluster := changelogtest.Cluster(t)
+			joinGroup(t, cluster, "g", tc.member)
+			on := func(owner string) *harness {
+				cfg := createDefaultConfig()
+				cfg.Changelog = &ChangelogConfig{Brokers: cluster.ListenAddrs(), Owner: owner, Partitions: 4, Timeout: 10 * time.Second,
+					ConsumerGroup: tc.group}
+				require.NoError(t, cfg.Validate())
+				h := newHarness(t, cfg, nil, nil)
+				h.start()
+				return h
+			}
+			a, b := on("a"), on("b")
+			off := 0
+			for _, x := range quiet { // A, before the move: the session up to a turn left open
+				a.feedPartition(x, 0, off)
+				off++
+				if a.core().engine.OpenTurns() > 0 {
+					break
+				}
+			}
+			require.Equal(t, 1, a.core().engine.OpenTurns())
+
+			// A's dangling timeout comes as the partition's first batch
+			// reaches B: B reads the changelog, restores the session and
+			// applies the rest of it (the turn's end) just after A's
+			// sweep looked at its view for the last time.
+			if tc.moveToB {
+				a.core().sweepLooked = func() {
+					for _, x := range quiet[off:] {
+						b.feedPartition(x, 0, off)
+						off++
+					}
+				}
+			}
+			a.clock.Advance(a.cfg.DanglingTimeout + time.Minute)
+			a.core().sweep(context.Background())
+			a.core().sweepLooked = nil
+			if tc.moveToB {
+				require.Equal(t, int64(1), b.selfSum(metadata.MetricSessionsRestored), "B restored the session")
+				a.core().sweep(context.Background())
+			}
+			twice, dangled := turnsTwice(mergeTraces(a, b))
+			assert.Equal(t, tc.twice, twice, "turns emitted twice")
+			assert.Equal(t, tc.dangled, dangled, "turns closed as dangling")
+			if tc.group != "" && tc.moveToB {
+				assert.Zero(t, a.core().engine.Sessions(), "A let go of the moved partition's sessions")
+				assert.Equal(t, int64(1), a.selfSum(metadata.MetricTurnsHandedOver))
+			}
+			a.shutdown()
+			b.shutdown()
+		})
+	}
+}
+
+// turnsTwice counts, over the turn spans (roots) of a trace set, the turns
+// with more than one, and the spans that end as dangling.
+func turnsTwice(td ptrace.Traces) (twice, dangled int) {
+	per := map[int64]int{}
+	for i := 0; i < td.ResourceSpans().Len(); i++ {
+		ss := td.ResourceSpans().At(i).ScopeSpans()
+		for k := 0; k < ss.Len(); k++ {
+			sp := ss.At(k).Spans()
+			for m := 0; m < sp.Len(); m++ {
+				if !sp.At(m).ParentSpanID().IsEmpty() {
+					continue
+				}
+				a := sp.At(m).Attributes()
+				num, _ := a.Get("dsh.turn")
+				if per[num.Int()]++; per[num.Int()] == 2 {
+					twice++
+				}
+				if r, _ := a.Get("dsh.turn.end_reason"); r.Str() == "dangling" {
+					dangled++
+				}
+			}
+		}
+	}
+	return twice, dangled
 }

@@ -84,7 +84,8 @@ type journal struct {
 	// without partition metadata); resumeOwn: the next pass resumes this
 	// owner's sessions from it; warnedShared: said that session-topic
 	// partitions share changelog partitions. Guarded by drainMu.
-	readsAll, resumeOwn, warnedShared bool
+	// warnedStatic: said that consumer_group's members have no instance ids.
+	readsAll, resumeOwn, warnedShared, warnedStatic bool
 
 	// resumed is, per session restored at start, the first seq the journal
 	// had not applied (its Mark's Next): events below it delivered again

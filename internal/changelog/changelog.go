@@ -848,6 +848,41 @@ func (l *Log) PartitionOf(src string) (p int32, shared bool) {
 	return l.partitionOfSource(src), l.parts > 0 && n >= int(l.parts)
 }
 
+// Owners asks the group coordinator which member of consumer group owns
+// each partition: "topic/N" → the member's group.instance.id (its member
+// id without one). stable is false while the group rebalances, or is
+// empty; static is whether any member has an instance id.
+func (l *Log) Owners(ctx context.Context, group string) (owners map[string]string, stable, static bool, err error) {
+	l.mu.Lock()
+	adm := l.adm
+	l.mu.Unlock()
+	gs, err := adm.DescribeGroups(ctx, group)
+	if err == nil {
+		err = gs.Error()
+	}
+	if err != nil {
+		return nil, false, false, fmt.Errorf("changelog: describe consumer group %s: %w", group, err)
+	}
+	owners = map[string]string{}
+	for _, g := range gs {
+		stable = g.State == "Stable" && len(g.Members) > 0
+		for _, m := range g.Members {
+			id := m.MemberID
+			if m.InstanceID != nil {
+				id, static = *m.InstanceID, true
+			}
+			if c, ok := m.Assigned.AsConsumer(); ok {
+				for _, t := range c.Topics {
+					for _, p := range t.Partitions {
+						owners[t.Topic+"/"+strconv.Itoa(int(p))] = id
+					}
+				}
+			}
+		}
+	}
+	return owners, stable, static, nil
+}
+
 // Following returns how many partitions the view reads, and of how many.
 func (l *Log) Following() (reads, of int) {
 	l.mu.Lock()

@@ -305,6 +305,28 @@ func (e *Engine) drainBuffer(s *session, now time.Time) {
 // than GapTimeout are skipped, turns silent for DanglingTimeout are closed
 // as dangling.
 func (e *Engine) Sweep(now time.Time) {
+	e.SweepHolding(now, nil)
+}
+
+// Due returns the sessions whose open turn Sweep(now) would close as
+// dangling, oldest first.
+func (e *Engine) Due(now time.Time) []string {
+	var out []string
+	e.sessions.Ascending(func(_ string, s *session) bool {
+		if now.Sub(s.lastArrival) < e.cfg.DanglingTimeout {
+			return false
+		}
+		if s.turn != nil {
+			out = append(out, s.id)
+		}
+		return true
+	})
+	return out
+}
+
+// SweepHolding is Sweep, except that the turns of the sessions hold
+// reports true for stay open (nil holds none): a later sweep closes them.
+func (e *Engine) SweepHolding(now time.Time, hold func(session string) bool) {
 	for s := range e.gaps {
 		if now.Sub(s.gapSince) >= e.cfg.GapTimeout {
 			s.gapSince = time.Time{}
@@ -316,7 +338,7 @@ func (e *Engine) Sweep(now time.Time) {
 		if now.Sub(s.lastArrival) < e.cfg.DanglingTimeout {
 			return false // the table is ordered by arrival
 		}
-		if s.turn != nil {
+		if s.turn != nil && (hold == nil || !hold(s.id)) {
 			e.closeDangling(s, CauseTimeout, now)
 		}
 		return true
