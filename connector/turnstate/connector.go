@@ -100,6 +100,9 @@ type core struct {
 	open, sessions, lag, heldTurns atomic.Int64
 	// view is the changelog, once open, for the view gauges.
 	view atomic.Pointer[changelog.Log]
+	// asked is when a sweep last asked the group coordinator who owns the
+	// partitions (askCoordinator); guarded by drainMu.
+	asked time.Time
 	// sweepLooked, in tests, runs in a sweep after it looked at the
 	// changelog view for the last time: what another instance does then.
 	sweepLooked func()
@@ -435,9 +438,16 @@ func (c *core) sweep(ctx context.Context) {
 			return err
 		}
 		var err error
-		if owned, err = c.checkOwnership(ctx, c.clock()); err != nil {
+		if owned, err = c.askCoordinator(ctx, c.clock()); err != nil {
 			asked = false
 			return err
+		}
+		if len(owned.adopted) > 0 {
+			c.adopt(owned.adopted)
+			if _, err := c.syncView(ctx); err != nil {
+				synced = false
+				return err
+			}
 		}
 		return nil
 	}, change: func(now time.Time) map[string]*kept {
@@ -449,6 +459,14 @@ func (c *core) sweep(ctx context.Context) {
 			var h handed
 			c.dropPartitions(ctx, owned.moved, &h)
 			h.report(ctx, c)
+		}
+		if n := 0; len(owned.adopted) > 0 {
+			for _, src := range owned.adopted {
+				n += c.restorePartition(ctx, src, now)
+			}
+			c.tel.SessionsRestored.Add(ctx, int64(n))
+			c.logger.Info("Partitions assigned here by the consumer group, before any batch of them: their open turns restored",
+				zap.Strings("partitions", owned.adopted), zap.Int("sessions", n))
 		}
 		var hold func(string) bool
 		if len(owned.held) > 0 {

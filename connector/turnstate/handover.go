@@ -103,6 +103,37 @@ func (ps positions) forget(source string) bool {
 	return ok
 }
 
+// sources lists the partitions ("topic/partition") this instance consumed
+// from, or adopted.
+func (ps positions) sources() []string {
+	out := make([]string, 0, len(ps))
+	for k := range ps {
+		out = append(out, k.topic+"/"+k.partition)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// has reports whether this instance consumed from a partition, or
+// adopted it.
+func (ps positions) has(source string) bool {
+	i := strings.LastIndexByte(source, '/')
+	_, ok := ps[partitionKey{source[:max(i, 0)], source[i+1:]}]
+	return ok
+}
+
+// adopted marks a partition taken without a batch (askCoordinator): no
+// offset follows it.
+const adopted = -2
+
+// adopt records a partition as this instance's before any batch of it.
+func (ps positions) adopt(source string) {
+	i := strings.LastIndexByte(source, '/')
+	if i >= 0 {
+		ps[partitionKey{source[:i], source[i+1:]}] = adopted
+	}
+}
+
 // changelogStore is the journal's store on a changelog. source names the
 // session topic's partition a session's batches come from ("" unknown):
 // its records carry it, so that an instance that is assigned the partition
@@ -401,22 +432,32 @@ func (c *core) dropPartitions(ctx context.Context, sources []string, h *handed) 
 	}
 }
 
-// ownership is what the group coordinator said of the partitions of the
-// sessions whose turns a sweep would close as dangling: those another
-// member owns now (moved) and those no member of the group, or not this
-// instance, is known to own (held: their turns wait for the next sweep).
+// ownership is what the group coordinator said of the session topic's
+// partitions: those this instance consumed that another member owns now
+// (moved), those it owns and has had no batch of (adopted: their open
+// turns are restored now, so that they close as dangling here even if the
+// partition stays quiet), and the partitions of turns due to close as
+// dangling that no member, or not this instance, is known to own (held:
+// their turns wait for a later sweep).
 type ownership struct {
-	moved []string
-	held  map[string]bool
+	moved, adopted []string
+	held           map[string]bool
 }
 
-// checkOwnership asks the group coordinator, when consumer_group is set,
-// who owns the partitions of the sessions whose turns are due to close as
-// dangling (at now, or within a sweep interval of it). A turn is closed
-// only while this instance owns its partition: one whose partition moved
-// is its new owner's to close or carry on, even before that one wrote it.
-// Callers hold drainMu, not mu.
-func (c *core) checkOwnership(ctx context.Context, now time.Time) (ownership, error) {
+// askEvery bounds how often a sweep asks the group coordinator when it has
+// no turn to close: often enough that a quiet partition's open turns are
+// adopted by its new owner soon after a move.
+const askEvery = 5 * time.Second
+
+// askCoordinator asks the group coordinator, when consumer_group is set,
+// who owns the session topic's partitions: at once when turns are due to
+// close as dangling (at now, or within a sweep interval of it), else every
+// askEvery. A turn is closed only while this instance owns its partition:
+// one whose partition moved is its new owner's to close or carry on, even
+// before that one wrote it; and a partition that is this instance's is
+// read and its open turns restored though no batch of it came. Callers
+// hold drainMu, not mu.
+func (c *core) askCoordinator(ctx context.Context, now time.Time) (ownership, error) {
 	var o ownership
 	j := c.journal
 	if j == nil || j.log == nil || j.readsAll || c.cfg.Changelog == nil || c.cfg.Changelog.ConsumerGroup == "" {
@@ -432,13 +473,14 @@ func (c *core) checkOwnership(ctx context.Context, now time.Time) (ownership, er
 		}
 	}
 	c.mu.Unlock()
-	if len(sources) == 0 {
+	if len(sources) == 0 && now.Sub(c.asked) < askEvery {
 		return o, nil
 	}
 	owners, stable, static, err := j.log.Owners(ctx, group)
 	if err != nil {
 		return o, err
 	}
+	c.asked = now
 	if !static {
 		if !j.warnedStatic {
 			j.warnedStatic = true
@@ -451,16 +493,37 @@ func (c *core) checkOwnership(ctx context.Context, now time.Time) (ownership, er
 	}
 	o.held = map[string]bool{}
 	for src := range sources {
-		switch owner := owners[src]; {
-		case stable && owner == j.owner:
-		case stable && owner != "":
+		if owner := owners[src]; !stable || owner != j.owner {
+			o.held[src] = true // a rebalance, nobody's or another's: not ours to close
+		}
+	}
+	if !stable {
+		return o, nil
+	}
+	for _, src := range c.positions.sources() {
+		if owner := owners[src]; owner != "" && owner != j.owner {
 			o.moved = append(o.moved, src)
-		default: // a rebalance, or nobody's: ask again at the next sweep
-			o.held[src] = true
+		}
+	}
+	for src, owner := range owners {
+		if owner == j.owner && !c.positions.has(src) {
+			o.adopted = append(o.adopted, src)
 		}
 	}
 	slices.Sort(o.moved)
+	slices.Sort(o.adopted)
 	return o, nil
+}
+
+// adopt makes partitions the coordinator says are this instance's, of
+// which no batch came yet, this instance's: the view reads them, and the
+// first batch of each still reads the changelog again (its offset does not
+// follow). Callers hold drainMu.
+func (c *core) adopt(sources []string) {
+	for _, src := range sources {
+		c.positions.adopt(src)
+	}
+	c.journal.log.Follow(sources...)
 }
 
 // resumeOwn resumes the sessions an earlier start of this owner wrote

@@ -728,3 +728,49 @@ func turnsTwice(td ptrace.Traces) (twice, dangled int) {
 	}
 	return twice, dangled
 }
+
+// A partition that moves while its sessions are quiet gets no batch on its
+// new owner; with consumer_group the new owner learns from the group
+// coordinator that the partition is its own, reads its changelog, restores
+// its open turn and closes it as dangling after dangling_timeout, once;
+// the old owner, asking the coordinator too, lets the session go.
+func TestChangelogQuietPartitionAdopted(t *testing.T) {
+	path := filepath.Join(testcorpus.Dir(t), journalFiles[0])
+	records, _ := buildRecords(t, path, "s")
+	quiet := batches(renamed(records, "-quiet"), 4)
+	cluster := changelogtest.Cluster(t)
+	joinGroup(t, cluster, "g", "b")
+	on := func(owner string) *harness {
+		cfg := createDefaultConfig()
+		cfg.Changelog = &ChangelogConfig{Brokers: cluster.ListenAddrs(), Owner: owner, Partitions: 4, Timeout: 10 * time.Second,
+			ConsumerGroup: "g"}
+		require.NoError(t, cfg.Validate())
+		h := newHarness(t, cfg, nil, nil)
+		h.start()
+		return h
+	}
+	a, b := on("a"), on("b")
+	for off, x := range quiet { // A, before the move
+		a.feedPartition(x, 0, off)
+		if a.core().engine.OpenTurns() > 0 {
+			break
+		}
+	}
+	require.Equal(t, 1, a.core().engine.OpenTurns())
+
+	b.core().sweep(context.Background()) // B gets no batch: its sweep asks
+	assert.Equal(t, 1, b.core().engine.OpenTurns(), "B restored the quiet partition's open turn")
+	assert.Equal(t, int64(1), b.selfSum(metadata.MetricSessionsRestored))
+	_, _, parts := b.core().journal.log.View()
+	assert.Equal(t, int64(1), parts, "B reads the partition's changelog")
+
+	for _, h := range []*harness{b, a} {
+		h.clock.Advance(h.cfg.DanglingTimeout + time.Minute)
+		h.core().sweep(context.Background())
+	}
+	assert.Equal(t, 1, danglingTurns(b, "-quiet"), "B closed the turn as dangling")
+	assert.Zero(t, danglingTurns(a, "-quiet"), "A did not")
+	assert.Zero(t, a.core().engine.Sessions(), "A let the session go")
+	a.shutdown()
+	b.shutdown()
+}
