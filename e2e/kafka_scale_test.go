@@ -389,8 +389,11 @@ func runScale(t *testing.T, actions []string, lost string) {
 		report("%s", p)
 	}
 
-	// The hand-overs, as the instances saw them.
+	// The hand-overs, as the instances saw them, and what each
+	// instance's changelog view holds: state follows its partitions, so
+	// the sessions of the partitions it consumes, not the group's.
 	sums := map[string]float64{}
+	running, held := 0, 0.0
 	for _, n := range nodes {
 		if n.proc == nil {
 			continue
@@ -404,6 +407,15 @@ func runScale(t *testing.T, actions []string, lost string) {
 			v, _ := strconv.ParseFloat(string(m[2]), 64)
 			sums[string(m[1])] += v
 		}
+		owned, _ := ownedPartitions(ctx, "http://"+n.self+"/metrics")
+		v := map[string]float64{}
+		for _, m := range viewLine.FindAllSubmatch(body, -1) {
+			v[string(m[1])], _ = strconv.ParseFloat(string(m[2]), 64)
+		}
+		running++
+		held += v["view_sessions"]
+		t.Logf("%s: consumes %d partitions, reads %v changelog partitions, holds %v sessions (%v bytes of values) in its view",
+			n.name, owned, v["partitions_read"], v["view_sessions"], v["view_bytes"])
 	}
 	var keys []string
 	for k := range sums {
@@ -417,28 +429,6 @@ func runScale(t *testing.T, actions []string, lost string) {
 	t.Logf("self-metrics of the running instances (the stopped one's are gone): %s", strings.Join(lines, ", "))
 	if slices.Contains(actions, "sigterm") && sums["otelcol_connector_turn_state_sessions_restored"] == 0 {
 		errorf(t, "no session was restored from the changelog: no partition moved with sessions in it")
-	}
-	// State follows its partitions: each instance's changelog view holds
-	// the sessions of the partitions it consumes, not the group's.
-	running, held := 0, 0.0
-	for _, n := range nodes {
-		if n.proc == nil {
-			continue
-		}
-		_, body, err := get(ctx, "http://"+n.self+"/metrics")
-		if err != nil {
-			errorf(t, "%s: %v", n.name, err)
-			continue
-		}
-		owned, _ := ownedPartitions(ctx, "http://"+n.self+"/metrics")
-		v := map[string]float64{}
-		for _, m := range viewLine.FindAllSubmatch(body, -1) {
-			v[string(m[1])], _ = strconv.ParseFloat(string(m[2]), 64)
-		}
-		running++
-		held += v["view_sessions"]
-		t.Logf("%s: consumes %d partitions, reads %v changelog partitions, holds %v sessions (%v bytes of values) in its view",
-			n.name, owned, v["partitions_read"], v["view_sessions"], v["view_bytes"])
 	}
 	// Each view holds its partitions' sessions (a partition that moved away
 	// is dropped at the old owner's next sweep after the new owner's first

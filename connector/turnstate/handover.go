@@ -540,22 +540,30 @@ func (c *core) resumeOwn(ctx context.Context, now time.Time) int {
 	slices.Sort(ids)
 	n := 0
 	for _, id := range ids {
-		if _, held := c.engine.Mark(id); held {
-			continue
-		}
-		r, ok, err := j.readSession(ctx, id)
-		if err != nil {
-			c.tel.RestoreFailures.Add(ctx, 1)
-			c.logger.Error("Session journal unreadable; the session starts afresh", zap.String("session", id), zap.Error(err))
-			continue
-		}
-		if ok {
+		if r, ok := c.readToResume(ctx, id); ok {
 			j.adopt(r)
 			c.resume(ctx, r, now)
 			n++
 		}
 	}
 	return n
+}
+
+// readToResume reads from the journal a session the engine does not hold:
+// false when it holds it, or the journal has no entry of it, or one that
+// cannot be decoded — that would fail the same way on every retry, so the
+// session starts afresh instead (counted, and said). Callers hold mu.
+func (c *core) readToResume(ctx context.Context, id string) (restored, bool) {
+	if _, held := c.engine.Mark(id); held {
+		return restored{}, false
+	}
+	r, ok, err := c.journal.readSession(ctx, id)
+	if err != nil {
+		c.tel.RestoreFailures.Add(ctx, 1)
+		c.logger.Error("Session journal unreadable; the session starts afresh", zap.String("session", id), zap.Error(err))
+		return restored{}, false
+	}
+	return r, ok
 }
 
 // restorePartition resumes, when a batch is the first of its partition
@@ -575,15 +583,7 @@ func (c *core) restorePartition(ctx context.Context, source string, now time.Tim
 		if !ok {
 			continue
 		}
-		if _, held := c.engine.Mark(id); held {
-			continue
-		}
-		r, ok, err := j.readSession(ctx, id)
-		if err != nil {
-			c.tel.RestoreFailures.Add(ctx, 1)
-			c.logger.Error("Session journal unreadable; the session starts afresh", zap.String("session", id), zap.Error(err))
-			continue
-		}
+		r, ok := c.readToResume(ctx, id)
 		if !ok || r.entry.Mark.Open == 0 {
 			continue // nothing open: its next batch, if any, restores it on sight
 		}
@@ -624,20 +624,10 @@ func (c *core) restoreFirstSight(ctx context.Context, ld plog.Logs, now time.Tim
 	}
 	n := 0
 	for _, id := range batchSessions(ld) {
-		if _, held := c.engine.Mark(id); held {
-			continue
-		}
 		if keys, _ := j.log.Keys(sessionKey(id)); len(keys) == 0 {
 			continue // a new session
 		}
-		r, ok, err := j.readSession(ctx, id)
-		if err != nil {
-			// A journal that cannot be decoded would fail the same way on
-			// every retry: the session starts afresh instead.
-			c.tel.RestoreFailures.Add(ctx, 1)
-			c.logger.Error("Session journal unreadable; the session starts afresh", zap.String("session", id), zap.Error(err))
-			continue
-		}
+		r, ok := c.readToResume(ctx, id)
 		if !ok {
 			continue
 		}
