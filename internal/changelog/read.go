@@ -86,6 +86,9 @@ func (l *Log) Sync(ctx context.Context) error {
 			// data): say so, and create it again, compacted, before a
 			// write creates it with the broker's defaults.
 			l.startOver("the topic does not exist")
+			l.mu.Lock()
+			adm = l.adm // startOver closes the client it replaces
+			l.mu.Unlock()
 			if cerr := l.ensureTopic(ctx, adm); cerr != nil {
 				l.logger.Warn("Changelog topic could not be created again; retrying", zap.String("topic", l.cfg.Topic), zap.Error(cerr))
 			}
