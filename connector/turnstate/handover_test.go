@@ -164,13 +164,7 @@ func TestChangelogReadOnlyAfterAMove(t *testing.T) {
 	records, _ := buildRecords(t, filepath.Join(testcorpus.Dir(t), rel), "s-moves")
 	bs := batches(records, 4)
 	require.GreaterOrEqual(t, len(bs), 6)
-	ref := newHarness(t, createDefaultConfig(), nil, nil)
-	ref.start()
-	for _, b := range bs {
-		ref.feed(b)
-	}
-	want := ref.allTraces()
-	ref.shutdown()
+	want := referenceTraces(t, bs)
 
 	cluster := changelogtest.Cluster(t)
 	a, b := onChangelog(t, cluster, "a"), onChangelog(t, cluster, "b")
@@ -437,13 +431,7 @@ func TestChangelogOverTLSAndSASL(t *testing.T) {
 	records, _ := buildRecords(t, filepath.Join(testcorpus.Dir(t), journalFiles[0]), "s")
 	bs := batches(records, 4)
 	require.GreaterOrEqual(t, len(bs), 2)
-	ref := newHarness(t, createDefaultConfig(), nil, nil)
-	ref.start()
-	for _, b := range bs {
-		ref.feed(b)
-	}
-	want := ref.allTraces()
-	ref.shutdown()
+	want := referenceTraces(t, bs)
 
 	cluster, _, caPEM := changelogtest.SecureCluster(t)
 	caFile := filepath.Join(t.TempDir(), "ca.pem")

@@ -387,3 +387,17 @@ func sumTotal(md pmetric.Metrics, name string) int64 {
 	}
 	return n
 }
+
+// referenceTraces is what one uninterrupted instance without a journal
+// emits for the batches: what the runs with moves, restarts and faults
+// are compared with.
+func referenceTraces(t *testing.T, bs []plog.Logs) ptrace.Traces {
+	t.Helper()
+	ref := newHarness(t, createDefaultConfig(), nil, nil)
+	ref.start()
+	for _, b := range bs {
+		ref.feed(b)
+	}
+	defer ref.shutdown()
+	return ref.allTraces()
+}

@@ -339,13 +339,7 @@ func TestJournalHeldTurnsSurviveCrash(t *testing.T) {
 		t.Run(filepath.Base(filepath.Dir(rel)), func(t *testing.T) {
 			records, _ := buildRecords(t, filepath.Join(testcorpus.Dir(t), rel), "s-held")
 			bs := batches(records, 4)
-			ref := newHarness(t, createDefaultConfig(), nil, nil)
-			ref.start()
-			for _, b := range bs {
-				ref.feed(b)
-			}
-			want := ref.allTraces()
-			ref.shutdown()
+			want := referenceTraces(t, bs)
 
 			dir := t.TempDir()
 			refusing := &switchableTraces{}

@@ -26,11 +26,16 @@ func sessionGroup(k string) string {
 }
 
 func open(t *testing.T, c *kfake.Cluster, owner string) *Log {
+	return openWith(t, c, owner, false)
+}
+
+// openWith opens a log of four partitions, partitioned by source or not.
+func openWith(t *testing.T, c *kfake.Cluster, owner string, bySource bool) *Log {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	l, err := Open(ctx, Config{Brokers: c.ListenAddrs(), Topic: "state", Owner: owner, Partitions: 4, ReplicationFactor: -1,
-		MaxRecordBytes: 1 << 20, Group: sessionGroup, Logger: zaptest.NewLogger(t)})
+		MaxRecordBytes: 1 << 20, Group: sessionGroup, Logger: zaptest.NewLogger(t), BySource: bySource})
 	require.NoError(t, err)
 	t.Cleanup(l.Close)
 	return l
@@ -243,17 +248,6 @@ func kgoClient(t *testing.T, c *kfake.Cluster) *kgo.Client {
 	return cl
 }
 
-func openBySource(t *testing.T, c *kfake.Cluster, owner string) *Log {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	l, err := Open(ctx, Config{Brokers: c.ListenAddrs(), Topic: "state", Owner: owner, Partitions: 4, ReplicationFactor: -1,
-		MaxRecordBytes: 1 << 20, Group: sessionGroup, Logger: zaptest.NewLogger(t), BySource: true})
-	require.NoError(t, err)
-	t.Cleanup(l.Close)
-	return l
-}
-
 // With BySource a source's records go to the partition it names (modulo
 // the changelog's), and a view reads only the partitions of the sources it
 // follows: following one brings its groups in, unfollowing the last source
@@ -261,7 +255,7 @@ func openBySource(t *testing.T, c *kfake.Cluster, owner string) *Log {
 func TestBySourceViewFollowsPartitions(t *testing.T) {
 	c := changelogtest.Cluster(t)
 	ctx := ctxT(t)
-	a, b := openBySource(t, c, "a"), openBySource(t, c, "b")
+	a, b := openWith(t, c, "a", true), openWith(t, c, "b", true)
 	var ops []Op
 	for src := range 6 { // sources 4 and 5 share the partitions of 0 and 1
 		for k := range 3 {

@@ -179,9 +179,6 @@ func (l *Log) run(ctx context.Context, cl *kgo.Client, done chan struct{}) {
 		}
 		moved := false
 		fs.EachRecord(func(r *kgo.Record) {
-			if !l.readsPartition(r.Partition) {
-				return // a partition no longer followed (not read after the swap)
-			}
 			if r.Offset+1 < l.pos[r.Partition] {
 				// Offsets never go back in a topic that keeps its
 				// records: this one was deleted and created again.
