@@ -4,18 +4,80 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.uber.org/zap"
 
+	"github.com/dshtrace/dshtrace/connector/turnstate/internal/journal"
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
+
+// decoder reads batches of log records into engine inputs: the record
+// reader (the sessions' decoders) and the order of the decoded batches.
+// Its lock is a leaf: consume decodes a batch holding it alone, while the
+// engine may still be busy with the batch before (under passMu and mu);
+// each batch is then applied in the order it was decoded (applied).
+type decoder struct {
+	logger *zap.Logger
+	tel    *metadata.Telemetry
+	// scratch holds the memory of the batches consume decodes outside mu,
+	// at most cap(scratch) at once (the bound of the decoded rows kept).
+	scratch chan *decoded
+
+	mu     sync.Mutex // a leaf: guards the three below
+	reader *logrecord.Reader
+	serial decoded // read's memory
+	// applied is closed when the batch decoded last has been applied (or
+	// refused): the next one waits for it, so batches reach the engine in
+	// the order they were decoded in.
+	applied chan struct{}
+}
+
+func newDecoder(maxSessions int, logger *zap.Logger, tel *metadata.Telemetry) *decoder {
+	d := &decoder{logger: logger, tel: tel, reader: logrecord.NewReader(maxSessions)}
+	// As many as the file transport's readers (GOMAXPROCS+1): none of them
+	// waits for a scratch while the batches before its own are applied,
+	// so the CPUs are kept busy reading and decoding meanwhile.
+	d.scratch = make(chan *decoded, runtime.GOMAXPROCS(0)+1)
+	for range cap(d.scratch) {
+		d.scratch <- new(decoded)
+	}
+	return d
+}
+
+// next decodes a batch into scratch memory, beside the pass of the batch
+// before: prev is closed when that one is applied, and the caller closes
+// applied (done) when this one is.
+func (in *decoder) next(ctx context.Context, ld plog.Logs, keep map[string]*journal.Kept) (d *decoded, prev <-chan struct{}, applied chan struct{}) {
+	d = <-in.scratch
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.decode(ctx, ld, d, keep, false)
+	p := in.applied
+	in.applied = make(chan struct{})
+	return d, p, in.applied
+}
+
+// done returns a batch's memory once it is applied.
+func (in *decoder) done(d *decoded, applied chan struct{}) {
+	close(applied)
+	in.scratch <- d
+}
+
+// forget drops what the reader knows of a session.
+func (in *decoder) forget(id string) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	in.reader.Forget(id)
+}
 
 // read turns a batch of log records into engine inputs: records that are
 // no session event or cannot be decoded are counted and skipped, decoding
@@ -24,13 +86,14 @@ import (
 // window. Callers hold mu; the inputs are valid until the next read.
 //
 // With keep, the records are also filed by session for the journal
-// (keepRecord). restoring: the records come from the journal and were
-// counted when they first arrived, so nothing is counted again.
-func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time, keep map[string]*kept, restoring bool) []turnengine.Input {
-	c.readMu.Lock()
-	defer c.readMu.Unlock()
-	d := &c.serial
-	c.decode(ctx, ld, d, keep, restoring)
+// (journal.KeepRecord). restoring: the records come from the journal and
+// were counted when they first arrived, so nothing is counted again.
+func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time, keep map[string]*journal.Kept, restoring bool) []turnengine.Input {
+	in := c.in
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	d := &in.serial
+	in.decode(ctx, ld, d, keep, restoring)
 	for _, code := range d.violations {
 		c.engine.RecordViolation(code, now)
 	}
@@ -50,21 +113,20 @@ type decoded struct {
 
 // decode reads ld into d as read describes; the decoding problems are left
 // in d.violations for the caller to count with the engine (unless
-// restoring). Callers hold readMu, not necessarily mu: decode touches the
-// reader and d only.
-func (c *core) decode(ctx context.Context, ld plog.Logs, d *decoded, keep map[string]*kept, restoring bool) {
+// restoring). Callers hold in.mu.
+func (in *decoder) decode(ctx context.Context, ld plog.Logs, d *decoded, keep map[string]*journal.Kept, restoring bool) {
 	rb := &d.buf
 	rb.reset()
 	d.violations = d.violations[:0]
 	var notSession, invalid int64
-	c.reader.ReadBatchIn(ld, &d.arena, func(res pcommon.Resource, lr plog.LogRecord, rec logrecord.Record, err error) {
+	in.reader.ReadBatchIn(ld, &d.arena, func(res pcommon.Resource, lr plog.LogRecord, rec logrecord.Record, err error) {
 		if errors.Is(err, logrecord.ErrNotSession) {
 			notSession++
 			return
 		}
 		if err != nil {
 			invalid++
-			c.logger.Debug("Undecodable session record", zap.Error(err))
+			in.logger.Debug("Undecodable session record", zap.Error(err))
 			return
 		}
 		if !restoring {
@@ -82,7 +144,7 @@ func (c *core) decode(ctx context.Context, ld plog.Logs, d *decoded, keep map[st
 		}
 		g := rb.group(rec.SessionID)
 		if keep != nil {
-			keepRecord(keep, rec, res, lr)
+			journal.KeepRecord(keep, rec, res, lr)
 		}
 		for e := range rec.Row.Events {
 			g.inputs = append(g.inputs, turnengine.Input{
@@ -95,8 +157,8 @@ func (c *core) decode(ctx context.Context, ld plog.Logs, d *decoded, keep map[st
 		}
 	})
 	if !restoring {
-		c.tel.AddDropped(ctx, metadata.ReasonNotSession, notSession)
-		c.tel.AddDropped(ctx, metadata.ReasonInvalid, invalid)
+		in.tel.AddDropped(ctx, metadata.ReasonNotSession, notSession)
+		in.tel.AddDropped(ctx, metadata.ReasonInvalid, invalid)
 	}
 	d.inputs = rb.inSeqOrder()
 }

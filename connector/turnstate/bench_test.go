@@ -10,8 +10,9 @@ import (
 
 	"go.opentelemetry.io/collector/client"
 
+	"github.com/dshtrace/dshtrace/connector/turnstate/internal/changelog/changelogtest"
+	"github.com/dshtrace/dshtrace/connector/turnstate/internal/journal"
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
-	"github.com/dshtrace/dshtrace/internal/changelog/changelogtest"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"go.opentelemetry.io/collector/consumer/consumertest"
@@ -86,20 +87,20 @@ func BenchmarkChangelogCost(b *testing.B) {
 			}
 		}
 	}
-	for _, journal := range []bool{false, true} {
+	for _, withJournal := range []bool{false, true} {
 		for _, rtt := range []time.Duration{0, 2 * time.Millisecond} {
-			if !journal && rtt > 0 {
+			if !withJournal && rtt > 0 {
 				continue
 			}
 			name := "journal=none"
-			if journal {
+			if withJournal {
 				name = fmt.Sprintf("journal=changelog/rtt=%s", rtt)
 			}
 			b.Run(name, func(b *testing.B) {
 				var records, bytes, reads int64
 				for range b.N {
 					cfg := createDefaultConfig()
-					if journal {
+					if withJournal {
 						cluster, err := kfake.NewCluster(kfake.NumBrokers(1))
 						if err != nil {
 							b.Fatal(err)
@@ -111,8 +112,8 @@ func BenchmarkChangelogCost(b *testing.B) {
 					h := newHarness(b, cfg, consumertest.NewNop(), consumertest.NewNop())
 					h.start()
 					consumePartitions(b, h, msgs)
-					if journal {
-						st := h.core().journal.log.Stats()
+					if withJournal {
+						st := h.core().journal.(*journal.Changelog).Log().Stats()
 						records, bytes = records+st.Records, bytes+st.Bytes
 						reads += h.selfSum(metadata.MetricViewSyncs)
 					}
@@ -121,7 +122,7 @@ func BenchmarkChangelogCost(b *testing.B) {
 					}
 				}
 				n := float64(events) * float64(b.N)
-				if journal {
+				if withJournal {
 					b.ReportMetric(float64(records)/n, "records/event")
 					b.ReportMetric(float64(bytes)/n, "bytes/event")
 					b.ReportMetric(float64(reads)/float64(b.N), "reads/run")

@@ -3,8 +3,6 @@ package turnstate
 import (
 	"context"
 	"errors"
-	"fmt"
-	"runtime"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -19,10 +17,8 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/dshtrace/dshtrace/connector/turnstate/internal/journal"
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
-	"github.com/dshtrace/dshtrace/internal/changelog"
-	"github.com/dshtrace/dshtrace/internal/episode"
-	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
@@ -37,98 +33,65 @@ var errProtoPooling = errors.New("turn_state: the feature gate pdata.useProtoPoo
 	"with it the pipelines turn_state takes part in lose data past their first consumer: turn it off")
 
 // core is the state shared by the instances of one config (share.go): the
-// turn engine, the record reader, the journal and the wiring to the next
-// consumers.
+// turn engine, emission, the sweep, and the journal and record decoder it
+// drives.
 //
-// Lock order — a lock is only ever taken while holding those above it:
+// Lock order — two locks, the second only ever taken while holding the
+// first or alone:
 //
-//  1. registryMu (share.go): the registry of cores; attach and detach only.
-//  2. drainMu: held for one whole pass of settle, from the change to the
-//     engine to the end of its journal write, including the calls to the
-//     traces consumer and the storage extension. It makes the passes
-//     strictly one after another.
-//  3. mu: the engine, the journal's index and the fields marked below;
-//     held for in-memory work only, never while calling a next consumer or
-//     the storage extension.
-//  4. readMu: the record reader (the sessions' decoders) and the order of
-//     the decoded batches. consume decodes a batch holding readMu alone,
-//     while the engine may still be busy with the batch before (under
-//     drainMu and mu); each batch is then applied in the order it was
-//     decoded (applied).
+//  1. passMu: held for one whole pass of settle, from the change to the
+//     engine to the start of its journal write, including the calls to the
+//     traces consumer and the journal's Before steps (which may wait for
+//     the network). It makes the passes strictly one after another.
+//  2. mu: the engine and the fields marked below; held for in-memory work
+//     only, never while calling a next consumer or the journal's store.
 //
-// The metrics flush and the ingester check in ConsumeLogs take mu alone, so
-// neither waits for a slow traces consumer or storage. The self-telemetry
-// gauges take no lock (open and sessions are atomics).
+// Every other lock is a leaf, owned by one type and held only inside its
+// methods, which take no other lock: registryMu (share.go), the outputs'
+// (held.go), the decoder's (batch.go) and the journal's own
+// (internal/journal). The metrics flush and the ingester check in
+// ConsumeLogs take mu or the outputs' lock alone, so neither waits for a
+// slow traces consumer or journal. The self-telemetry gauges take no lock.
 type core struct {
 	cfg    *Config
 	logger *zap.Logger
 	tel    *metadata.Telemetry
 	self   component.ID
+	clock  func() time.Time
 
-	drainMu sync.Mutex // see the lock order above
+	passMu sync.Mutex // lock 1 (see above)
+	mu     sync.Mutex // lock 2: guards engine, series, stats and phase
+	engine *turnengine.Engine
+	series *turnrender.Metrics // the engine's observer: the cumulative metrics
+	stats  turnengine.Stats    // the snapshot last recorded in self-telemetry
+	phase  phase
 
-	mu       sync.Mutex // guards everything below up to the blank line
-	clock    func() time.Time
-	engine   *turnengine.Engine
-	series   *turnrender.Metrics // the engine's observer: the cumulative metrics
-	stats    turnengine.Stats    // the snapshot last recorded in self-telemetry
-	traces   consumer.Traces
-	metrics  consumer.Metrics
-	ingester *instance
+	// journal keeps the sessions' state through a restart (nil without
+	// storage or changelog); set by the restore pass at start.
+	journal journal.Journal
+	out     *outputs  // the next consumers, and the turns they refused
+	in      *decoder  // the record reader and the order of decoded batches
+	gauges  gauges    // the self-telemetry gauges' values
+	life    lifecycle // start and stop
+}
+
+// phase is where the core is in its life, guarded by mu.
+type phase struct {
 	ingested bool // some batch was consumed
 	running  bool // start started the loop
 	closed   bool // the final pass ran: no pass after it
-	// journal persists the sessions' state through the storage extension
-	// (cfg.Storage; nil without one). Its index is updated under mu, its
-	// writes are made under drainMu (journal.go).
-	journal *journal
+}
 
-	// positions are the session topic's offsets this instance consumed
-	// last, guarded by drainMu (handover.go).
-	positions positions
-
-	// writing counts the changelog writes started and not yet waited for
-	// (journal.go); Add under drainMu, so a pass that must not overlap
-	// them (the sweep, the final pass) waits for them there.
-	writing sync.WaitGroup
-	// inFlight and peakInFlight count the changelog writes started and not
-	// yet acknowledged, now and at most.
-	inFlight, peakInFlight atomic.Int64
-
-	// The gauges' values, kept current by record (and lag by finishJournal)
-	// so the telemetry callback never takes mu.
+// gauges are the gauges' values, kept current by the passes so that the
+// telemetry callback never takes a lock.
+type gauges struct {
 	open, sessions, lag, heldTurns atomic.Int64
-	// view is the changelog, once open, for the view gauges.
-	view atomic.Pointer[changelog.Log]
-	// asked is when a sweep last asked the group coordinator who owns the
-	// partitions (askCoordinator); guarded by drainMu.
-	asked time.Time
-	// sweepLooked, in tests, runs in a sweep after it looked at the
-	// changelog view for the last time: what another instance does then.
-	sweepLooked func()
+	// view is the changelog journal, once open, for the view gauges.
+	view atomic.Pointer[journal.Changelog]
+}
 
-	// journaling is the journal's writes failing: logged once as it begins
-	// and ends.
-	journaling *episode.Episode
-
-	// held are the turns the traces consumer refused, rendered, offered
-	// again at the start of every pass; no pass applies anything while
-	// they are held. heldSince is when the refusals began. Both are
-	// guarded by drainMu.
-	held      *heldTraces
-	heldSince time.Time
-
-	readMu sync.Mutex // see the lock order above; guards the three below
-	reader *logrecord.Reader
-	serial decoded // read's memory (batch.go)
-	// applied is closed when the batch decoded last has been applied (or
-	// refused): the next one waits for it, so batches reach the engine in
-	// the order they were decoded in.
-	applied chan struct{}
-	// scratch holds the memory of the batches consume decodes outside mu,
-	// at most cap(scratch) at once (the bound of the decoded rows kept).
-	scratch chan *decoded
-
+// lifecycle starts the core once and stops it once.
+type lifecycle struct {
 	startOnce, stopOnce sync.Once
 	startErr            error // start's result (written once, in startOnce)
 	stop, done          chan struct{}
@@ -143,36 +106,27 @@ func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core
 	ec.Observer = series
 	e := turnengine.New(ec)
 	c := &core{
-		cfg:       cfg,
-		logger:    set.Logger,
-		self:      set.ID,
-		clock:     clock,
-		engine:    e,
-		series:    series,
-		reader:    logrecord.NewReader(cfg.MaxSessions),
-		stats:     e.Stats(),
-		positions: positions{},
-		stop:      make(chan struct{}),
-		done:      make(chan struct{}),
-	}
-	// As many as the file transport's readers (GOMAXPROCS+1): none of them
-	// waits for a scratch while the batches before its own are applied,
-	// so the CPUs are kept busy reading and decoding meanwhile.
-	c.scratch = make(chan *decoded, runtime.GOMAXPROCS(0)+1)
-	for range cap(c.scratch) {
-		c.scratch <- new(decoded)
+		cfg:    cfg,
+		logger: set.Logger,
+		self:   set.ID,
+		clock:  clock,
+		engine: e,
+		series: series,
+		stats:  e.Stats(),
+		out:    &outputs{},
+		life:   lifecycle{stop: make(chan struct{}), done: make(chan struct{})},
 	}
 	tel, err := metadata.NewTelemetry(set.TelemetrySettings, metadata.Gauges{
-		TurnsOpen:    c.open.Load,
-		SessionsOpen: c.sessions.Load,
-		JournalLag:   c.lag.Load,
-		TurnsHeld:    c.heldTurns.Load,
+		TurnsOpen:    c.gauges.open.Load,
+		SessionsOpen: c.gauges.sessions.Load,
+		JournalLag:   c.gauges.lag.Load,
+		TurnsHeld:    c.gauges.heldTurns.Load,
 		View: func() (int64, int64, int64, bool) {
-			l := c.view.Load()
-			if l == nil {
+			j := c.gauges.view.Load()
+			if j == nil {
 				return 0, 0, 0, false
 			}
-			s, b, p := l.View()
+			s, b, p := j.View()
 			return s, b, p, true
 		},
 	})
@@ -180,25 +134,23 @@ func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core
 		return nil, err
 	}
 	c.tel = tel
+	c.in = newDecoder(cfg.MaxSessions, set.Logger, tel)
 	// The counters of what must stay zero exist from the start, so that an
 	// alert on them has a series to watch.
 	tel.TurnsLost.Add(context.Background(), 0)
 	tel.JournalDamaged.Add(context.Background(), 0)
 	tel.ChangelogLost.Add(context.Background(), 0)
-	c.journaling = episode.New(set.Logger,
-		"Cannot write the journal: batches are refused (their senders retry) until a write lands; the sessions concerned are rewritten whole then",
-		"The journal is written again")
 	return c, nil
 }
 
 // A pass is one trip along the drain → emit → journal path (settle).
 type pass struct {
-	// prepare runs first, under drainMu alone: it may wait for the network
+	// prepare runs first, under passMu alone: it may wait for the network
 	// (the changelog view's sync); an error ends the pass unapplied.
 	prepare func(ctx context.Context) error
 	// change applies what the pass is for to the engine. It runs under mu
 	// and returns the records to journal, by session (nil for none).
-	change func(now time.Time) map[string]*kept
+	change func(now time.Time) map[string]*journal.Kept
 	// hold leaves the turns the change closed in the engine for the next
 	// pass to emit: at start the next consumers may not run yet.
 	hold bool
@@ -215,13 +167,13 @@ type pass struct {
 // leave the connector, taken by ConsumeLogs, the sweep, shutdown and the
 // restore at start:
 //
-//  1. under drainMu and mu: refuse if the core is closed (errShutdown),
+//  1. under passMu and mu: refuse if the core is closed (errShutdown),
 //     apply the change, drain the turns it closed, work out the journal
 //     writes that bring the journal up to date with the engine, and bring
 //     self-telemetry up to date;
-//  2. under drainMu: hand the drained turns to the traces consumer (and
+//  2. under passMu: hand the drained turns to the traces consumer (and
 //     for the final pass the metrics to the metrics consumer);
-//  3. under drainMu: start the journal write, in one storage batch;
+//  3. under passMu: start the journal write, in one storage batch;
 //  4. under no lock: wait for it. With the changelog the writes of passes
 //     that follow one another closely share a round trip to the brokers;
 //     they are started in pass order, and land in it.
@@ -258,34 +210,34 @@ func (c *core) settle(ctx context.Context, p pass) error {
 	return c.finishJournal(ctx, w)
 }
 
-// settleOrdered is settle's steps 1 to 3, under drainMu.
-func (c *core) settleOrdered(ctx context.Context, p pass) (journalWrite, error) {
-	c.drainMu.Lock()
-	defer c.drainMu.Unlock()
-	if p.exclusive || p.final {
-		c.writing.Wait()
+// settleOrdered is settle's steps 1 to 3, under passMu.
+func (c *core) settleOrdered(ctx context.Context, p pass) (journal.Write, error) {
+	c.passMu.Lock()
+	defer c.passMu.Unlock()
+	if (p.exclusive || p.final) && c.journal != nil {
+		c.journal.Wait()
 	}
 	if err := c.offerHeld(ctx); err != nil {
 		if p.final {
 			c.mu.Lock()
-			c.closed = true
+			c.phase.closed = true
 			c.mu.Unlock()
 			c.shutdownHeld(ctx)
 		}
-		return journalWrite{}, err
+		return journal.Write{}, err
 	}
 	if p.prepare != nil {
 		if err := p.prepare(ctx); err != nil {
-			return journalWrite{}, err
+			return journal.Write{}, err
 		}
 	}
 	c.mu.Lock()
-	if c.closed {
+	if c.phase.closed {
 		c.mu.Unlock()
-		return journalWrite{}, errShutdown
+		return journal.Write{}, errShutdown
 	}
 	if p.final {
-		c.closed = true
+		c.phase.closed = true
 	}
 	now := c.clock()
 	keep := p.change(now)
@@ -298,8 +250,8 @@ func (c *core) settleOrdered(ctx context.Context, p pass) (journalWrite, error) 
 	// A core that never started has seen no data in a running collector
 	// (receivers start last), and its downstream may never have started:
 	// then there is nothing to emit to.
-	emit := c.running || c.ingested
-	traces, metrics := c.traces, c.metrics
+	emit := c.phase.running || c.phase.ingested
+	traces, metrics := c.out.next()
 	var md pmetric.Metrics
 	if p.final && emit && metrics != nil {
 		md = c.metricsLocked(now)
@@ -312,47 +264,49 @@ func (c *core) settleOrdered(ctx context.Context, p pass) (journalWrite, error) 
 			if p.final {
 				c.shutdownHeld(ctx)
 			}
-			return journalWrite{}, err
+			return journal.Write{}, err
 		}
 		if p.final && metrics != nil {
 			c.emitMetrics(ctx, metrics, md)
 		}
 	}
-	return c.startJournal(ctx, ops), nil
+	if c.journal == nil {
+		return journal.Write{}, nil
+	}
+	return c.journal.Start(ctx, ops), nil
 }
 
-// consume applies one batch of log records. With a changelog the view is
-// synced first; sessions other instances took over are let go of, and the
-// batch's sessions the engine does not hold are restored from it
-// (handover.go). A failed sync refuses the batch, unapplied.
+// finishJournal waits for a pass's journal write (step 4, under no lock).
+func (c *core) finishJournal(ctx context.Context, w journal.Write) error {
+	if c.journal == nil {
+		return nil
+	}
+	return c.journal.Finish(ctx, w)
+}
+
+// consume applies one batch of log records. A journal that must look at
+// the engine first (the changelog's read barrier, Serial) has the batch
+// decoded inside its pass; otherwise it is decoded next to the pass of the
+// batch before, and applied once that one is done.
 func (c *core) consume(ctx context.Context, ld plog.Logs) error {
-	if c.journal != nil && c.journal.log != nil {
-		return c.consumeSynced(ctx, ld)
+	if c.journal != nil && c.journal.Serial() {
+		return c.consumeSerial(ctx, ld)
 	}
-	// Without a changelog nothing needs the engine before the batch is
-	// decoded: decode it now, next to the pass of the batch before, and
-	// apply it once that one is done.
-	d := <-c.scratch
-	defer func() { c.scratch <- d }()
-	var keep map[string]*kept
+	var keep map[string]*journal.Kept
 	if c.journal != nil {
-		keep = map[string]*kept{}
+		keep = map[string]*journal.Kept{}
 	}
-	c.readMu.Lock()
-	c.decode(ctx, ld, d, keep, false)
-	prev, applied := c.applied, make(chan struct{})
-	c.applied = applied
-	c.readMu.Unlock()
-	defer close(applied)
+	d, prev, applied := c.in.next(ctx, ld, keep)
+	defer c.in.done(d, applied)
 	if prev != nil {
 		<-prev
 	}
-	return c.settle(ctx, pass{change: func(now time.Time) map[string]*kept {
-		c.ingested = true
+	return c.settle(ctx, pass{change: func(now time.Time) map[string]*journal.Kept {
+		c.phase.ingested = true
 		for _, code := range d.violations {
 			c.engine.RecordViolation(code, now)
 		}
-		c.tel.Redelivered.Add(ctx, c.journal.redelivered(d.inputs))
+		c.tel.Redelivered.Add(ctx, c.redelivered(d.inputs))
 		for _, input := range d.inputs {
 			c.engine.Ingest(input, now)
 		}
@@ -360,62 +314,23 @@ func (c *core) consume(ctx context.Context, ld plog.Logs) error {
 	}})
 }
 
-// consumeSynced is consume with a changelog: the view is synced, sessions
-// handed over and restored before the batch is decoded, all in one pass.
-func (c *core) consumeSynced(ctx context.Context, ld plog.Logs) error {
-	var (
-		synced   time.Duration
-		source   string // the session topic's partition ("" unknown)
-		assigned bool   // the partition's first batch here after a gap
-	)
+// consumeSerial is consume with a journal that prepares every batch: its
+// step (hand-over, restore) runs in the pass, before the batch is decoded
+// and applied. A failed preparation refuses the batch, unapplied.
+func (c *core) consumeSerial(ctx context.Context, ld plog.Logs) error {
+	var step journal.Step
 	return c.settle(ctx, pass{prepare: func(ctx context.Context) error {
-		var follows bool
-		follows, source = c.positions.follows(ctx)
-		assigned = !follows && source != ""
-		if follows && !c.restores(ld) {
-			return nil
-		}
-		c.follow(source)
-		// The view is read to the topic's end once this instance's own
-		// writes are in it: a session let go of while its last write was
-		// in flight is then restored from that write.
-		c.writing.Wait()
 		var err error
-		if synced, err = c.syncView(ctx); err != nil {
-			if ctx.Err() == nil {
-				c.tel.RestoreFailures.Add(ctx, 1)
-			} // else the receiver gave the batch up (its partition was revoked meanwhile): no failure of the changelog
-			return errRestore(err)
-		}
-		c.tel.ViewSyncs.Add(ctx, 1)
-		return nil
-	}, change: func(now time.Time) map[string]*kept {
-		c.ingested = true
-		var keep map[string]*kept
-		if c.journal != nil {
-			keep = map[string]*kept{}
-		}
-		c.handOver(ctx, source)
-		start := time.Now()
-		n := c.restoreFirstSight(ctx, ld, now)
-		if c.journal.resumeOwn {
-			c.journal.resumeOwn = false
-			n += c.resumeOwn(ctx, now)
-		}
-		if assigned {
-			n += c.restorePartition(ctx, source, now)
-		}
-		if n > 0 {
-			c.tel.SessionsRestored.Add(ctx, int64(n))
-			c.tel.RestoreDuration.Record(ctx, (synced + time.Since(start)).Seconds())
-		}
-		if source != "" {
-			for _, id := range batchSessions(ld) {
-				c.journal.source[id] = source
-			}
+		step, err = c.journal.BeforeBatch(ctx, ld, c.peek)
+		return err
+	}, change: func(now time.Time) map[string]*journal.Kept {
+		c.phase.ingested = true
+		keep := map[string]*journal.Kept{}
+		if step != nil {
+			step(ctx, sessions{c}, now)
 		}
 		inputs := c.read(ctx, ld, now, keep, false)
-		c.tel.Redelivered.Add(ctx, c.journal.redelivered(inputs))
+		c.tel.Redelivered.Add(ctx, c.redelivered(inputs))
 		for _, input := range inputs {
 			c.engine.Ingest(input, now)
 		}
@@ -423,80 +338,61 @@ func (c *core) consumeSynced(ctx context.Context, ld plog.Logs) error {
 	}})
 }
 
+// redelivered counts the redeliveries among a batch's inputs (journal's
+// Redelivered; none without a journal). Callers hold mu.
+func (c *core) redelivered(inputs []turnengine.Input) int64 {
+	if c.journal == nil {
+		return 0
+	}
+	return c.journal.Redelivered(inputs)
+}
+
 // sweep closes what has waited long enough: skipped gaps and turns silent
 // for dangling_timeout.
 //
-// With a changelog the view is synced first and the sessions other
-// instances took over are let go of, so the sweep never closes a session
-// that is no longer this instance's; without a sync there is no sweep.
+// A journal shared with other instances prepares the sweep first (the
+// changelog syncs its view and lets go of the sessions other instances
+// took over, so the sweep never closes a session that is no longer this
+// instance's); without its preparation there is no sweep.
 func (c *core) sweep(ctx context.Context) {
-	synced, asked := true, true
-	var owned ownership
+	var step journal.SweepStep
 	err := c.settle(ctx, pass{exclusive: true, prepare: func(ctx context.Context) error {
-		if _, err := c.syncView(ctx); err != nil {
-			synced = false
-			return err
+		if c.journal == nil {
+			return nil
 		}
 		var err error
-		if owned, err = c.askCoordinator(ctx, c.clock()); err != nil {
-			asked = false
-			return err
-		}
-		if len(owned.adopted) > 0 {
-			c.adopt(owned.adopted)
-			if _, err := c.syncView(ctx); err != nil {
-				synced = false
-				return err
-			}
-		}
-		return nil
-	}, change: func(now time.Time) map[string]*kept {
-		c.handOver(ctx, "")
-		if c.sweepLooked != nil {
-			c.sweepLooked()
-		}
-		if len(owned.moved) > 0 {
-			var h handed
-			c.dropPartitions(ctx, owned.moved, &h)
-			h.report(ctx, c)
-		}
-		if n := 0; len(owned.adopted) > 0 {
-			for _, src := range owned.adopted {
-				n += c.restorePartition(ctx, src, now)
-			}
-			c.tel.SessionsRestored.Add(ctx, int64(n))
-			c.logger.Info("Partitions assigned here by the consumer group, before any batch of them: their open turns restored",
-				zap.Strings("partitions", owned.adopted), zap.Int("sessions", n))
-		}
+		step, err = c.journal.BeforeSweep(ctx, c.peek)
+		return err
+	}, change: func(now time.Time) map[string]*journal.Kept {
 		var hold func(string) bool
-		if len(owned.held) > 0 {
-			hold = func(id string) bool { return owned.held[c.journal.source[id]] }
+		if step != nil {
+			hold = step(ctx, sessions{c}, now)
 		}
 		c.engine.SweepHolding(now, hold)
 		return nil
 	}})
 	switch {
 	case err == nil || errors.Is(err, errShutdown):
-	case errors.Is(err, errHeld), errors.Is(err, errJournalWrite):
-		// Said once when it began (held.go, finishJournal); the next pass
+	case errors.Is(err, errHeld), errors.Is(err, journal.ErrWrite):
+		// Said once when it began (held.go, the journal); the next pass
 		// tries again.
-	case !synced:
+	case errors.Is(err, journal.ErrUnread):
 		c.logger.Warn("Changelog unreadable; the sweep waits for it", zap.Error(err))
-	case !asked:
+	case errors.Is(err, journal.ErrOwners):
 		c.logger.Warn("The consumer group's coordinator did not answer; the sweep closes no turn as dangling until it does", zap.Error(err))
 	default:
 		c.logger.Warn("The sweep failed; the next one tries again", zap.Error(err))
 	}
 }
 
-// start restores the journaled sessions, if there is a storage extension,
-// and starts the sweep and flush loop, once for both instances. Starting
-// before the sibling's downstream is safe: receivers start last, and turns
-// closed by the restore wait for the first pass after it.
+// start restores the journaled sessions, if there is a journal, and starts
+// the sweep and flush loop, once for both instances. Starting before the
+// sibling's downstream is safe: receivers start last, and turns closed by
+// the restore wait for the first pass after it.
 func (c *core) start(ctx context.Context, host component.Host) error {
-	c.startOnce.Do(func() {
+	c.life.startOnce.Do(func() {
 		if pref.UseProtoPooling.IsEnabled() {
-			c.startErr = errProtoPooling
+			c.life.startErr = errProtoPooling
 			return
 		}
 		// The hand-over counters exist from the start, at zero, in every
@@ -505,36 +401,16 @@ func (c *core) start(ctx context.Context, host component.Host) error {
 		c.tel.RestoreFailures.Add(ctx, 0)
 		c.tel.SessionsRestored.Add(ctx, 0)
 		c.tel.TurnsHandedOver.Add(ctx, 0)
-		if id := c.cfg.Storage; id != nil {
-			j, err := openJournal(ctx, host, *id, c.self)
-			if err != nil {
-				c.startErr = err
-				return
-			}
-			if err := c.restore(ctx, j); err != nil {
-				c.startErr = fmt.Errorf("turn_state: restore the sessions from %s: %w", id, err)
-				return
-			}
-		}
-		if cl := c.cfg.Changelog; cl != nil {
-			j, err := openChangelogJournal(ctx, *cl, c.logger)
-			if err != nil {
-				c.startErr = fmt.Errorf("turn_state: open the changelog: %w", err)
-				return
-			}
-			c.view.Store(j.log)
-			if err := c.restore(ctx, j); err != nil {
-				j.log.Close()
-				c.startErr = fmt.Errorf("turn_state: restore the sessions from the changelog: %w", err)
-				return
-			}
+		if err := c.openJournal(ctx, host); err != nil {
+			c.life.startErr = err
+			return
 		}
 		c.mu.Lock()
-		c.running = true
+		c.phase.running = true
 		c.mu.Unlock()
 		go c.run()
 	})
-	return c.startErr
+	return c.life.startErr
 }
 
 // shutdown does all the work on the first call. By then every upstream
@@ -545,25 +421,25 @@ func (c *core) start(ctx context.Context, host component.Host) error {
 // instances created later with the same config get a fresh core.
 func (c *core) shutdown(ctx context.Context) error {
 	var errs []error
-	c.stopOnce.Do(func() {
-		c.startOnce.Do(func() {}) // never started: also disarms a late start
+	c.life.stopOnce.Do(func() {
+		c.life.startOnce.Do(func() {}) // never started: also disarms a late start
 		c.mu.Lock()
-		started := c.running
+		started := c.phase.running
 		c.mu.Unlock()
 		if started {
-			close(c.stop)
+			close(c.life.stop)
 			select {
-			case <-c.done:
+			case <-c.life.done:
 			case <-ctx.Done():
 				// The loop is stuck in a slow consumer. A metrics flush
 				// holds no lock while it waits, so the final pass goes on;
-				// a sweep's pass holds drainMu, and the final pass waits
+				// a sweep's pass holds passMu, and the final pass waits
 				// for it. Either way the deadline is reported.
 				errs = append(errs, ctx.Err())
 			}
 		}
 
-		err := c.settle(ctx, pass{final: true, change: func(now time.Time) map[string]*kept {
+		err := c.settle(ctx, pass{final: true, change: func(now time.Time) map[string]*journal.Kept {
 			// With a journal the open turns stay open: the journal has
 			// them, and the next start carries them on.
 			if c.journal == nil {
@@ -575,7 +451,7 @@ func (c *core) shutdown(ctx context.Context) error {
 		// No pass comes after the final one, so the journal is no longer
 		// written.
 		if c.journal != nil {
-			errs = append(errs, c.journal.close(ctx))
+			errs = append(errs, c.journal.Close(ctx))
 		}
 		errs = append(errs, c.tel.Shutdown())
 		detach(c)
@@ -586,7 +462,7 @@ func (c *core) shutdown(ctx context.Context) error {
 // run is the core's loop: sweep on a short ticker, flush metrics on
 // metrics_flush_interval, until stop.
 func (c *core) run() {
-	defer close(c.done)
+	defer close(c.life.done)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	sweep := time.NewTicker(c.sweepInterval())
@@ -595,7 +471,7 @@ func (c *core) run() {
 	defer flush.Stop()
 	for {
 		select {
-		case <-c.stop:
+		case <-c.life.stop:
 			return
 		case <-sweep.C:
 			c.sweep(ctx)
@@ -613,7 +489,7 @@ func (c *core) sweepInterval() time.Duration {
 }
 
 // emitTraces hands closed turns to the traces consumer, if there is one.
-// Called under drainMu, without mu. A refusal is counted and returned.
+// Called under passMu, without mu. A refusal is counted and returned.
 func (c *core) emitTraces(ctx context.Context, next consumer.Traces, turns []*turnengine.Turn) error {
 	if next == nil || len(turns) == 0 {
 		return nil
@@ -626,14 +502,14 @@ func (c *core) emitTraces(ctx context.Context, next consumer.Traces, turns []*tu
 }
 
 // flushMetrics emits the cumulative metrics. It is no pass: it changes no
-// state, so it takes mu alone, and not while the consumer runs.
+// state, so it takes mu alone (and the outputs' lock before it), and not
+// while the consumer runs.
 func (c *core) flushMetrics(ctx context.Context) {
-	c.mu.Lock()
-	next := c.metrics
+	_, next := c.out.next()
 	if next == nil {
-		c.mu.Unlock()
 		return
 	}
+	c.mu.Lock()
 	md := c.metricsLocked(c.clock())
 	c.mu.Unlock()
 	c.emitMetrics(ctx, next, md)
@@ -664,8 +540,8 @@ func (c *core) emitMetrics(ctx context.Context, next consumer.Metrics, md pmetri
 func (c *core) record(ctx context.Context) {
 	prev, cur := c.stats, c.engine.Stats()
 	c.stats = cur
-	c.open.Store(int64(c.engine.OpenTurns()))
-	c.sessions.Store(int64(c.engine.Sessions()))
+	c.gauges.open.Store(int64(c.engine.OpenTurns()))
+	c.gauges.sessions.Store(int64(c.engine.Sessions()))
 	addDelta(ctx, c.tel.TurnsClosed, cur.TurnsClosed-prev.TurnsClosed)
 	addDelta(ctx, c.tel.LateEvents, cur.Late-prev.Late)
 	addDelta(ctx, c.tel.TurnsClosedLate, cur.ClosedLate-prev.ClosedLate)

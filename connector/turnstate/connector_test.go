@@ -387,7 +387,7 @@ func TestRefusedTracesHeldAndBatchesRefused(t *testing.T) {
 	require.ErrorIs(t, h.toTr.ConsumeLogs(context.Background(), ld), errHeld)
 	require.NoError(t, h.toMt.ConsumeLogs(context.Background(), ld), "the sibling instance does not ingest")
 	assert.EqualValues(t, 1, h.selfSum(metadata.MetricEmitFailures, "signal=traces"))
-	held := h.core().heldTurns.Load()
+	held := h.core().gauges.heldTurns.Load()
 	require.Positive(t, held)
 	assert.EqualValues(t, held, h.selfGauge(metadata.MetricTurnsHeld))
 

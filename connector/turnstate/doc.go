@@ -6,12 +6,19 @@
 //
 //   - share.go: the core shared by the logs→traces and logs→metrics
 //     instances of one config, and which of them ingests;
-//   - batch.go: a batch of log records read into engine inputs;
-//   - connector.go: the core — its lock order, the one drain → emit →
+//   - batch.go: the decoder — a batch of log records read into engine
+//     inputs;
+//   - connector.go: the core — its two locks, the one drain → emit →
 //     journal pass (settle) that batches, the sweep, shutdown and the
 //     restore go through, and the sweep and flush loop;
-//   - journal.go: the journal — what is written, when, and how it is
-//     replayed at start;
+//   - held.go: the next consumers, and the turns they refused;
+//   - journal.go: the core's side of the journal — which one it opens,
+//     how a session read back is resumed, what a pass writes;
+//   - internal/journal: the journal itself, one interface with two
+//     implementations, on a storage extension and on a Kafka changelog
+//     (internal/changelog), each owning its own state and lock; the
+//     changelog's also owns what the kafka receiver's metadata and the
+//     group coordinator say of the partitions;
 //   - config.go, factory.go; internal/metadata: type, stability and
 //     self-telemetry instruments.
 //

@@ -26,8 +26,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/dshtrace/dshtrace/connector/turnstate/internal/changelog/changelogtest"
+	"github.com/dshtrace/dshtrace/connector/turnstate/internal/journal"
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
-	"github.com/dshtrace/dshtrace/internal/changelog/changelogtest"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 )
 
@@ -279,7 +280,7 @@ func TestChangelogLostIsSaidAndWrittenAgain(t *testing.T) {
 	require.Positive(t, open)
 	// The view has read every write (it normally trails by one fetch:
 	// what it had not read when the topic went is not written again).
-	_, err := a.core().syncView(context.Background())
+	err := a.core().journal.(*journal.Changelog).Log().Sync(context.Background())
 	require.NoError(t, err)
 
 	adm := kadm.NewClient(kgoClient(t, cluster))
@@ -344,7 +345,7 @@ func TestChangelogWritesShareRoundTrips(t *testing.T) {
 	h := onChangelog(t, cluster, "a")
 	consumePartitions(t, h, msgs)
 	n := h.selfSum(metadata.MetricChangelogRecords)
-	peak := h.core().peakInFlight.Load()
+	peak := h.core().journal.(*journal.Changelog).PeakInFlight()
 	t.Logf("%d messages, %d produce requests, %d records written, at most %d writes in flight", parts*6, produces.Load(), n, peak)
 	// One at a time (each pass waiting for its write under the lock) there
 	// would never be two in flight, and one produce request per message.
@@ -411,17 +412,6 @@ func TestChangelogStartFailsWithoutBroker(t *testing.T) {
 	err := h.toTr.Start(context.Background(), componenttest.NewNopHost())
 	require.ErrorContains(t, err, "turn_state: open the changelog")
 	h.shutdown()
-}
-
-func TestSessionOfKey(t *testing.T) {
-	for _, k := range []string{sessionKey(`a"b/c`), headerKey(`a"b/c`), chunkKey(`a"b/c`, 7)} {
-		id, ok := sessionOfKey(k)
-		require.True(t, ok, k)
-		assert.Equal(t, `a"b/c`, id, k)
-		assert.Equal(t, sessionKey(`a"b/c`), sessionGroup(k))
-	}
-	_, ok := sessionOfKey("idx/01")
-	assert.False(t, ok)
 }
 
 // Over TLS with SASL (each mechanism), as a managed Kafka wants it: the
@@ -500,7 +490,7 @@ func TestChangelogViewFollowsPartitions(t *testing.T) {
 	cluster := changelogtest.Cluster(t)
 	a, b := onChangelog(t, cluster, "a"), onChangelog(t, cluster, "b")
 	view := func(h *harness) (sessions, partitions int64) {
-		s, _, p := h.core().journal.log.View()
+		s, _, p := h.core().journal.(*journal.Changelog).View()
 		return s, p
 	}
 	k := len(msgs[0]) / 2
@@ -535,7 +525,7 @@ func TestChangelogViewFollowsPartitions(t *testing.T) {
 	assert.Positive(t, a.selfGauge(metadata.MetricViewBytes))
 	assert.Equal(t, 2, a.core().engine.Sessions(), "A let go of the moved partitions' sessions")
 	for p := 2; p < parts; p++ {
-		keys, _ := a.core().journal.log.Keys(sessionKey(fmt.Sprintf("%s-part-%d", sessionID(t, msgs[p][0]), p)))
+		keys, _ := a.core().journal.(*journal.Changelog).Log().Keys(journal.SessionKey(fmt.Sprintf("%s-part-%d", sessionID(t, msgs[p][0]), p)))
 		assert.Empty(t, keys)
 	}
 	assert.Equal(t, int64(aOpen-a.core().engine.OpenTurns()), a.selfSum(metadata.MetricTurnsHandedOver))
@@ -562,7 +552,7 @@ func TestChangelogViewFollowsPartitions(t *testing.T) {
 // sessionID is the session id of a batch's first record, without the
 // suffix renamed gave it.
 func sessionID(t *testing.T, ld plog.Logs) string {
-	ids := batchSessions(ld)
+	ids := journal.BatchSessions(ld)
 	require.NotEmpty(t, ids)
 	id := ids[0]
 	if i := strings.LastIndex(id, "-part-"); i >= 0 {
@@ -664,7 +654,7 @@ func TestChangelogDanglingOnlyByOwner(t *testing.T) {
 			// applies the rest of it (the turn's end) just after A's
 			// sweep looked at its view for the last time.
 			if tc.moveToB {
-				a.core().sweepLooked = func() {
+				a.core().journal.(*journal.Changelog).SweepLooked = func() {
 					for _, x := range quiet[off:] {
 						b.feedPartition(x, 0, off)
 						off++
@@ -673,7 +663,7 @@ func TestChangelogDanglingOnlyByOwner(t *testing.T) {
 			}
 			a.clock.Advance(a.cfg.DanglingTimeout + time.Minute)
 			a.core().sweep(context.Background())
-			a.core().sweepLooked = nil
+			a.core().journal.(*journal.Changelog).SweepLooked = nil
 			if tc.moveToB {
 				require.Equal(t, int64(1), b.selfSum(metadata.MetricSessionsRestored), "B restored the session")
 				a.core().sweep(context.Background())
@@ -749,7 +739,7 @@ func TestChangelogQuietPartitionAdopted(t *testing.T) {
 	b.core().sweep(context.Background()) // B gets no batch: its sweep asks
 	assert.Equal(t, 1, b.core().engine.OpenTurns(), "B restored the quiet partition's open turn")
 	assert.Equal(t, int64(1), b.selfSum(metadata.MetricSessionsRestored))
-	_, _, parts := b.core().journal.log.View()
+	_, _, parts := b.core().journal.(*journal.Changelog).View()
 	assert.Equal(t, int64(1), parts, "B reads the partition's changelog")
 
 	for _, h := range []*harness{b, a} {

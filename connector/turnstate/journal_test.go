@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/dshtrace/dshtrace/connector/turnstate/internal/journal"
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 )
@@ -66,14 +67,14 @@ func journaledTo(t *testing.T, dir string, traces consumer.Traces) *harness {
 func (h *harness) crash() {
 	h.t.Helper()
 	c := h.core()
-	c.drainMu.Lock()
+	c.passMu.Lock()
 	c.mu.Lock()
-	c.closed = true
+	c.phase.closed = true
 	c.mu.Unlock()
-	c.drainMu.Unlock()
-	close(c.stop)
-	<-c.done
-	require.NoError(h.t, c.journal.close(context.Background()))
+	c.passMu.Unlock()
+	close(c.life.stop)
+	<-c.life.done
+	require.NoError(h.t, c.journal.Close(context.Background()))
 	registryMu.Lock()
 	delete(registry, c.cfg)
 	registryMu.Unlock()
@@ -173,15 +174,17 @@ func TestJournalKeepsOnlyOpenTurns(t *testing.T) {
 	var maxChunks int
 	for _, b := range batches(records, 3) {
 		h.feed(b)
-		for _, e := range h.core().journal.sessions {
-			maxChunks = max(maxChunks, len(e.Chunks))
+		j := h.core().journal.(*journal.Storage)
+		for _, id := range j.Sessions() {
+			maxChunks = max(maxChunks, len(j.Chunks(id)))
 		}
 	}
 	require.Positive(t, maxChunks, "an open turn's records were journaled")
 	require.Zero(t, h.core().engine.OpenTurns())
-	for id, e := range h.core().journal.sessions {
-		require.Empty(t, e.Chunks, "session %s: chunks left with no turn open", id)
-		raw, err := h.core().journal.store.Get(context.Background(), chunkKey(id, 0))
+	j := h.core().journal.(*journal.Storage)
+	for _, id := range j.Sessions() {
+		require.Empty(t, j.Chunks(id), "session %s: chunks left with no turn open", id)
+		raw, err := j.Get(context.Background(), journal.ChunkKey(id, 0))
 		require.NoError(t, err)
 		require.Nil(t, raw, "session %s: chunk 0 still stored", id)
 	}
@@ -356,7 +359,7 @@ func TestJournalHeldTurnsSurviveCrash(t *testing.T) {
 				acked++
 			}
 			require.Less(t, acked, len(bs), "the traces consumer refused a batch's turns")
-			require.Positive(t, run1.core().heldTurns.Load(), "turns were held at the crash")
+			require.Positive(t, run1.core().gauges.heldTurns.Load(), "turns were held at the crash")
 			run1.crash()
 
 			run2 := journaled(t, dir)
@@ -406,10 +409,10 @@ func TestJournalDamagedValues(t *testing.T) {
 	ext, _ := host.GetExtensions()[journalStorageID].(storage.Extension)
 	client, err := ext.GetClient(context.Background(), component.KindConnector, component.MustNewID("turn_state"), "turns")
 	require.NoError(t, err)
-	require.NoError(t, client.Set(context.Background(), sessionKey(ids[0]), []byte("{not json")))
-	require.NoError(t, client.Set(context.Background(), bucketKey(bucketOf(ids[1])), []byte("\x00\x01garbage")))
+	require.NoError(t, client.Set(context.Background(), journal.SessionKey(ids[0]), []byte("{not json")))
+	require.NoError(t, client.Set(context.Background(), journal.BucketKeyOf(ids[1]), []byte("\x00\x01garbage")))
 	require.NoError(t, client.Close(context.Background()))
-	require.NotEqual(t, bucketOf(ids[1]), bucketOf(ids[2]), "the test needs the undamaged session in a bucket of its own")
+	require.NotEqual(t, journal.BucketKeyOf(ids[1]), journal.BucketKeyOf(ids[2]), "the test needs the undamaged session in a bucket of its own")
 
 	require.NoError(t, run2.toMt.Start(context.Background(), host))
 	require.NoError(t, run2.toTr.Start(context.Background(), host), "damaged values do not stop the start")

@@ -15,7 +15,7 @@ import (
 // logs→metrics — with the same *Config, and hands every logs batch to both
 // (docs/design.md §9.2). They share one core, keyed by that pointer, so
 // each event is counted once (docs/design.md §9.3). The registry is the only state shared
-// beyond one core; registryMu comes first in the lock order (see core).
+// beyond one core; registryMu is a leaf lock (see core).
 var (
 	registryMu sync.Mutex
 	registry   = map[*Config]*core{}
@@ -31,6 +31,17 @@ var _ connector.Logs = (*instance)(nil)
 // needed, and wires the instance's next consumer into it. The first
 // instance created is the core's single ingester.
 func attach(cfg *Config, set connector.Settings, traces consumer.Traces, metrics consumer.Metrics, clock func() time.Time) (*instance, error) {
+	c, err := coreOf(cfg, set, clock)
+	if err != nil {
+		return nil, err
+	}
+	in := &instance{c: c}
+	c.out.wire(in, traces, metrics)
+	return in, nil
+}
+
+// coreOf is the core of cfg, created if needed.
+func coreOf(cfg *Config, set connector.Settings, clock func() time.Time) (*core, error) {
 	registryMu.Lock()
 	defer registryMu.Unlock()
 	c := registry[cfg]
@@ -41,19 +52,7 @@ func attach(cfg *Config, set connector.Settings, traces consumer.Traces, metrics
 		}
 		registry[cfg] = c
 	}
-	in := &instance{c: c}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if traces != nil {
-		c.traces = traces
-	}
-	if metrics != nil {
-		c.metrics = metrics
-	}
-	if c.ingester == nil {
-		c.ingester = in
-	}
-	return in, nil
+	return c, nil
 }
 
 // detach takes the core out of the registry, so instances created later
@@ -86,10 +85,7 @@ func (in *instance) Shutdown(ctx context.Context) error {
 // the other gets the same batch and ignores it.
 func (in *instance) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	c := in.c
-	c.mu.Lock()
-	ingester := c.ingester
-	c.mu.Unlock()
-	if ingester != in {
+	if !c.out.ingests(in) {
 		return nil
 	}
 	return c.consume(ctx, ld)

@@ -1,4 +1,4 @@
-package turnstate
+package journal
 
 // This file is what an instance knows of the session topic's partitions it
 // consumes: the offsets that spare the read barrier, the changelog partitions
@@ -27,7 +27,7 @@ import (
 // first batch of a partition after an assignment, a gap (a message
 // consumed elsewhere, a retried batch, a transaction marker) or a batch
 // without the metadata (another receiver, a processor that regroups)
-// waits for the barrier. Guarded by drainMu.
+// waits for the barrier.
 type positions map[partitionKey]int64
 
 type partitionKey struct {
@@ -99,38 +99,53 @@ func (ps positions) adopt(source string) {
 	}
 }
 
+// follows records the batch of ctx against its partition's last (positions).
+func (c *Changelog) follows(ctx context.Context) (bool, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.positions.follows(ctx)
+}
+
 // adopt makes partitions the coordinator says are this instance's, of
 // which no batch came yet, this instance's: the view reads them, and the
 // first batch of each still reads the changelog again (its offset does not
-// follow). Callers hold drainMu.
-func (c *core) adopt(sources []string) {
+// follow).
+func (c *Changelog) adopt(sources []string) {
+	c.mu.Lock()
 	for _, src := range sources {
 		c.positions.adopt(src)
 	}
-	c.journal.log.Follow(sources...)
+	c.mu.Unlock()
+	c.log.Follow(sources...)
 }
 
-// follow makes the changelog view read what a batch of source needs: the
-// changelog partition of the session topic's partition it comes from, or,
-// for a batch without the kafka receiver's metadata, every partition (then
-// for good, and the sessions an earlier start of this owner wrote last are
-// resumed, as a start with the whole view would). Callers hold drainMu.
-func (c *core) follow(source string) {
-	j := c.journal
+// follow makes the view read what a batch of source needs: the changelog
+// partition of the session topic's partition it comes from, or, for a
+// batch without the kafka receiver's metadata, every partition (then for
+// good, and the sessions an earlier start of this owner wrote last are
+// resumed, as a start with the whole view would).
+func (c *Changelog) follow(source string) {
 	if source == "" {
-		if !j.readsAll {
-			j.readsAll, j.resumeOwn = true, true
-			j.log.FollowAll()
-			c.logger.Warn("Changelog: a batch came without the kafka receiver's partition metadata, so this instance cannot tell "+
+		c.mu.Lock()
+		first := !c.readsAll
+		c.readsAll, c.resumeOwn = true, c.resumeOwn || first
+		c.mu.Unlock()
+		if first {
+			c.log.FollowAll()
+			c.Logger.Warn("Changelog: a batch came without the kafka receiver's partition metadata, so this instance cannot tell "+
 				"which sessions are its partitions': its view reads the whole changelog from now on (memory for every session of the group)",
-				zap.String("topic", c.cfg.Changelog.withDefaults().Topic))
+				zap.String("topic", c.opts.Log.Topic))
 		}
 		return
 	}
-	j.log.Follow(source)
-	if p, shared := j.log.PartitionOf(source); shared && !j.warnedShared {
-		j.warnedShared = true
-		c.logger.Warn("Changelog: the session topic has more partitions than the changelog, so partitions share a changelog partition, "+
+	c.log.Follow(source)
+	p, shared := c.log.PartitionOf(source)
+	c.mu.Lock()
+	warn := shared && !c.warnedShared
+	c.warnedShared = c.warnedShared || shared
+	c.mu.Unlock()
+	if warn {
+		c.Logger.Warn("Changelog: the session topic has more partitions than the changelog, so partitions share a changelog partition, "+
 			"and an instance reads the sessions of partitions it does not consume. Give the changelog as many partitions as the session topic "+
 			"(a new topic: partitions cannot be added to it)",
 			zap.String("source", source), zap.Int32("changelog_partition", p))
@@ -140,25 +155,33 @@ func (c *core) follow(source string) {
 // dropPartitions lets go of every session of the session-topic partitions
 // this instance consumed that another instance consumes now, and stops
 // reading their changelog; the next batch of one, if it comes back, reads
-// it again. Callers hold drainMu and mu.
-func (c *core) dropPartitions(ctx context.Context, sources []string, h *handed) {
-	j := c.journal
+// it again. It runs under the core's state lock.
+func (c *Changelog) dropPartitions(e Engine, sources []string, h *handed) {
 	var dropped []string
 	for _, src := range sources {
-		if !c.positions.forget(src) {
+		c.mu.Lock()
+		had := c.positions.forget(src)
+		var ids []string
+		if had {
+			for id, s := range c.source {
+				if s == src {
+					ids = append(ids, id)
+				}
+			}
+		}
+		c.mu.Unlock()
+		if !had {
 			continue
 		}
-		for id, s := range j.source {
-			if s == src {
-				h.add(c.letGo(id))
-			}
+		for _, id := range ids {
+			h.add(c.letGo(e, id))
 		}
 		dropped = append(dropped, src)
 	}
 	if len(dropped) > 0 {
 		slices.Sort(dropped)
-		j.log.Unfollow(dropped...)
-		c.logger.Info("Partitions consumed by another instance now: their sessions let go of, their changelog no longer read here",
+		c.log.Unfollow(dropped...)
+		c.Logger.Info("Partitions consumed by another instance now: their sessions let go of, their changelog no longer read here",
 			zap.Strings("partitions", dropped))
 	}
 }
@@ -182,49 +205,56 @@ const askEvery = 5 * time.Second
 
 // askCoordinator asks the group coordinator, when consumer_group is set,
 // who owns the session topic's partitions: at once when turns are due to
-// close as dangling (at now, or within a sweep interval of it), else every
+// close as dangling (now, or within a sweep interval of it), else every
 // askEvery. A turn is closed only while this instance owns its partition:
 // one whose partition moved is its new owner's to close or carry on, even
 // before that one wrote it; and a partition that is this instance's is
-// read and its open turns restored though no batch of it came. Callers
-// hold drainMu, not mu.
-func (c *core) askCoordinator(ctx context.Context, now time.Time) (ownership, error) {
+// read and its open turns restored though no batch of it came.
+func (c *Changelog) askCoordinator(ctx context.Context, peek Peek) (ownership, error) {
 	var o ownership
-	j := c.journal
-	if j == nil || j.log == nil || j.readsAll || c.cfg.Changelog == nil || c.cfg.Changelog.ConsumerGroup == "" {
+	c.mu.Lock()
+	readsAll := c.readsAll
+	c.mu.Unlock()
+	group := c.opts.ConsumerGroup
+	if readsAll || group == "" {
 		return o, nil
 	}
-	group := c.cfg.Changelog.ConsumerGroup
-	c.mu.Lock()
-	due := c.engine.Due(now.Add(c.sweepInterval()))
+	now := c.opts.Clock()
+	var due []string
+	peek(func(e Engine) { due = e.Due(now.Add(c.opts.SweepInterval)) })
 	sources := map[string]bool{}
 	for _, id := range due {
-		if src := j.source[id]; src != "" {
+		if src := c.sourceOf(id); src != "" {
 			sources[src] = true
 		}
 	}
+	c.mu.Lock()
+	asked := c.asked
 	c.mu.Unlock()
-	if len(sources) == 0 && now.Sub(c.asked) < askEvery {
+	if len(sources) == 0 && now.Sub(asked) < askEvery {
 		return o, nil
 	}
-	owners, stable, static, err := j.log.Owners(ctx, group)
+	owners, stable, static, err := c.log.Owners(ctx, group)
 	if err != nil {
 		return o, err
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.asked = now
 	if !static {
-		if !j.warnedStatic {
-			j.warnedStatic = true
-			c.logger.Warn("changelog::consumer_group is set, but no member of the group has a group_instance_id: "+
+		if !c.warnedStatic {
+			c.warnedStatic = true
+			c.Logger.Warn("changelog::consumer_group is set, but no member of the group has a group_instance_id: "+
 				"the coordinator cannot tell this instance's partitions; dangling turns are closed without asking it. "+
 				"Give the kafka receiver group_instance_id equal to changelog::owner",
 				zap.String("consumer_group", group))
 		}
 		return o, nil
 	}
+	owner := c.opts.Log.Owner
 	o.held = map[string]bool{}
 	for src := range sources {
-		if owner := owners[src]; !stable || owner != j.owner {
+		if o2 := owners[src]; !stable || o2 != owner {
 			o.held[src] = true // a rebalance, nobody's or another's: not ours to close
 		}
 	}
@@ -232,12 +262,12 @@ func (c *core) askCoordinator(ctx context.Context, now time.Time) (ownership, er
 		return o, nil
 	}
 	for _, src := range c.positions.sources() {
-		if owner := owners[src]; owner != "" && owner != j.owner {
+		if o2 := owners[src]; o2 != "" && o2 != owner {
 			o.moved = append(o.moved, src)
 		}
 	}
-	for src, owner := range owners {
-		if owner == j.owner && !c.positions.has(src) {
+	for src, o2 := range owners {
+		if o2 == owner && !c.positions.has(src) {
 			o.adopted = append(o.adopted, src)
 		}
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.uber.org/zap/zaptest"
 
-	"github.com/dshtrace/dshtrace/internal/changelog/changelogtest"
+	"github.com/dshtrace/dshtrace/connector/turnstate/internal/changelog/changelogtest"
 )
 
 // sessionGroup is the journal's grouping: `s/"ID"` and every key under it.

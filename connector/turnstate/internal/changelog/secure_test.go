@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dshtrace/dshtrace/internal/changelog/changelogtest"
+	"github.com/dshtrace/dshtrace/connector/turnstate/internal/changelog/changelogtest"
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/sasl"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
