@@ -7,7 +7,6 @@ import (
 	"runtime"
 	"slices"
 	"sync"
-	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -79,25 +78,15 @@ func (in *decoder) forget(id string) {
 	in.reader.Forget(id)
 }
 
-// read turns a batch of log records into engine inputs: records that are
-// no session event or cannot be decoded are counted and skipped, decoding
-// problems are counted as violations, and each session's events are
-// sorted by seq — a cheap reordering that spares the engine's reorder
-// window. Callers hold mu; the inputs are valid until the next read.
-//
-// With keep, the records are also filed by session for the journal
-// (journal.KeepRecord). restoring: the records come from the journal and
-// were counted when they first arrived, so nothing is counted again.
-func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time, keep map[string]*journal.Kept, restoring bool) []turnengine.Input {
-	in := c.in
+// read decodes a batch into the decoder's own memory, as decode
+// describes: the result is valid until the next read. Callers hold the
+// core's mu (read serves the passes that apply what they decode).
+func (in *decoder) read(ctx context.Context, ld plog.Logs, keep map[string]*journal.Kept, restoring bool) *decoded {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	d := &in.serial
 	in.decode(ctx, ld, d, keep, restoring)
-	for _, code := range d.violations {
-		c.engine.RecordViolation(code, now)
-	}
-	return d.inputs
+	return d
 }
 
 // decoded is one batch read into engine inputs, in memory of its own (the
@@ -111,9 +100,14 @@ type decoded struct {
 	violations []string // the codes of the rows' decoding problems, in order
 }
 
-// decode reads ld into d as read describes; the decoding problems are left
-// in d.violations for the caller to count with the engine (unless
-// restoring). Callers hold in.mu.
+// decode reads ld into d: records that are no session event or cannot be
+// decoded are counted and skipped, and each session's events are sorted
+// by seq — a cheap reordering that spares the engine's reorder window.
+// The decoding problems are left in d.violations for the caller to count
+// with the engine (unless restoring). With keep, the records are also
+// filed by session for the journal (journal.KeepRecord). restoring: the
+// records come from the journal and were counted when they first arrived,
+// so nothing is counted again. Callers hold in.mu.
 func (in *decoder) decode(ctx context.Context, ld plog.Logs, d *decoded, keep map[string]*journal.Kept, restoring bool) {
 	rb := &d.buf
 	rb.reset()

@@ -10,7 +10,6 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/connector"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/xpdata/pref"
@@ -49,9 +48,9 @@ var errProtoPooling = errors.New("turn_state: the feature gate pdata.useProtoPoo
 // Every other lock is a leaf, owned by one type and held only inside its
 // methods, which take no other lock: registryMu (share.go), the outputs'
 // (held.go), the decoder's (batch.go) and the journal's own
-// (internal/journal). The metrics flush and the ingester check in
-// ConsumeLogs take mu or the outputs' lock alone, so neither waits for a
-// slow traces consumer or journal. The self-telemetry gauges take no lock.
+// (internal/journal). The metrics flush takes mu alone, so it never waits
+// for a slow traces consumer or journal; ConsumeLogs's check of which
+// instance ingests takes no lock. The self-telemetry gauges take none.
 type core struct {
 	cfg    *Config
 	logger *zap.Logger
@@ -113,7 +112,6 @@ func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core
 		engine: e,
 		series: series,
 		stats:  e.Stats(),
-		out:    &outputs{},
 		life:   lifecycle{stop: make(chan struct{}), done: make(chan struct{})},
 	}
 	tel, err := metadata.NewTelemetry(set.TelemetrySettings, metadata.Gauges{
@@ -135,6 +133,7 @@ func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core
 	}
 	c.tel = tel
 	c.in = newDecoder(cfg.MaxSessions, set.Logger, tel)
+	c.out = &outputs{logger: set.Logger, tel: tel, gauge: &c.gauges.heldTurns}
 	// The counters of what must stay zero exist from the start, so that an
 	// alert on them has a series to watch.
 	tel.TurnsLost.Add(context.Background(), 0)
@@ -217,12 +216,12 @@ func (c *core) settleOrdered(ctx context.Context, p pass) (journal.Write, error)
 	if (p.exclusive || p.final) && c.journal != nil {
 		c.journal.Wait()
 	}
-	if err := c.offerHeld(ctx); err != nil {
+	if err := c.out.offerHeld(ctx); err != nil {
 		if p.final {
 			c.mu.Lock()
 			c.phase.closed = true
 			c.mu.Unlock()
-			c.shutdownHeld(ctx)
+			c.out.shutdownHeld(ctx, c.journal != nil)
 		}
 		return journal.Write{}, err
 	}
@@ -259,15 +258,21 @@ func (c *core) settleOrdered(ctx context.Context, p pass) (journal.Write, error)
 	c.mu.Unlock()
 
 	if emit {
-		if err := c.emitTraces(ctx, traces, turns); err != nil {
-			err = c.hold(ctx, traces, turns, err)
+		if err := c.out.emitTraces(ctx, traces, turns); err != nil {
+			// The pass's journal writes are kept back: the sessions it
+			// touched are left behind, so the first pass after the turns
+			// are accepted writes their state whole.
+			if c.journal != nil {
+				c.journal.KeepBack()
+			}
+			err = c.out.hold(traces, turns, err)
 			if p.final {
-				c.shutdownHeld(ctx)
+				c.out.shutdownHeld(ctx, c.journal != nil)
 			}
 			return journal.Write{}, err
 		}
 		if p.final && metrics != nil {
-			c.emitMetrics(ctx, metrics, md)
+			c.out.emitMetrics(ctx, metrics, md)
 		}
 	}
 	if c.journal == nil {
@@ -336,6 +341,17 @@ func (c *core) consumeSerial(ctx context.Context, ld plog.Logs) error {
 		}
 		return keep
 	}})
+}
+
+// read turns a batch of log records into engine inputs (decoder.decode)
+// and counts its decoding problems as violations. Callers hold mu; the
+// inputs are valid until the next read.
+func (c *core) read(ctx context.Context, ld plog.Logs, now time.Time, keep map[string]*journal.Kept, restoring bool) []turnengine.Input {
+	d := c.in.read(ctx, ld, keep, restoring)
+	for _, code := range d.violations {
+		c.engine.RecordViolation(code, now)
+	}
+	return d.inputs
 }
 
 // redelivered counts the redeliveries among a batch's inputs (journal's
@@ -417,8 +433,9 @@ func (c *core) start(ctx context.Context, host component.Host) error {
 // component has stopped and the downstream of both instances still runs
 // (shutdown is in topological order), so this is the one moment to flush
 // open turns; on the last call the sibling's pipeline may be stopped
-// already. The core leaves the registry even if it never started, so
-// instances created later with the same config get a fresh core.
+// already. Its instances then take it out of the registry (detach), even
+// if it never started, so instances created later with the same config
+// get a fresh core.
 func (c *core) shutdown(ctx context.Context) error {
 	var errs []error
 	c.life.stopOnce.Do(func() {
@@ -454,7 +471,6 @@ func (c *core) shutdown(ctx context.Context) error {
 			errs = append(errs, c.journal.Close(ctx))
 		}
 		errs = append(errs, c.tel.Shutdown())
-		detach(c)
 	})
 	return errors.Join(errs...)
 }
@@ -488,19 +504,6 @@ func (c *core) sweepInterval() time.Duration {
 	return max(d, time.Millisecond)
 }
 
-// emitTraces hands closed turns to the traces consumer, if there is one.
-// Called under passMu, without mu. A refusal is counted and returned.
-func (c *core) emitTraces(ctx context.Context, next consumer.Traces, turns []*turnengine.Turn) error {
-	if next == nil || len(turns) == 0 {
-		return nil
-	}
-	if err := next.ConsumeTraces(ctx, turnrender.Traces(metadata.ScopeName, turns)); err != nil {
-		c.tel.AddEmitFailure(ctx, metadata.SignalTraces)
-		return err
-	}
-	return nil
-}
-
 // flushMetrics emits the cumulative metrics. It is no pass: it changes no
 // state, so it takes mu alone (and the outputs' lock before it), and not
 // while the consumer runs.
@@ -512,7 +515,7 @@ func (c *core) flushMetrics(ctx context.Context) {
 	c.mu.Lock()
 	md := c.metricsLocked(c.clock())
 	c.mu.Unlock()
-	c.emitMetrics(ctx, next, md)
+	c.out.emitMetrics(ctx, next, md)
 }
 
 // metricsLocked renders the cumulative metrics at now. Callers hold mu.
@@ -522,16 +525,6 @@ func (c *core) metricsLocked(now time.Time) pmetric.Metrics {
 	sm.Scope().SetName(metadata.ScopeName)
 	c.series.AppendTo(sm, now, c.engine.OpenTurns())
 	return md
-}
-
-// emitMetrics hands a metrics snapshot to the metrics consumer. Called
-// without mu. A refused snapshot is made good by the next: the metrics
-// are cumulative.
-func (c *core) emitMetrics(ctx context.Context, next consumer.Metrics, md pmetric.Metrics) {
-	if err := next.ConsumeMetrics(ctx, md); err != nil {
-		c.tel.AddEmitFailure(ctx, metadata.SignalMetrics)
-		c.logger.Warn("Next consumer refused turn metrics; the next flush carries the cumulative values", zap.Error(err))
-	}
 }
 
 // record brings self-telemetry up to date with the engine: what it did

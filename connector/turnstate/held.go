@@ -5,21 +5,30 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.uber.org/zap"
 
+	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
 // outputs are the core's next consumers, wired by the instances as they
-// are created, and the closed turns the traces consumer refused.
+// are created: what goes out to them, and the closed turns the traces
+// consumer refused.
 type outputs struct {
-	mu       sync.Mutex // a leaf: guards the three below
-	traces   consumer.Traces
-	metrics  consumer.Metrics
-	ingester *instance // the one instance that hands batches to the core
+	logger *zap.Logger
+	tel    *metadata.Telemetry
+	gauge  *atomic.Int64 // the turns_held gauge's value
+
+	mu      sync.Mutex // a leaf: guards the three below
+	traces  consumer.Traces
+	metrics consumer.Metrics
+	claimed bool // an instance ingests: the first wired
 
 	// held are the turns the traces consumer refused, offered again at the
 	// start of every pass; no pass applies anything while they are held.
@@ -28,9 +37,9 @@ type outputs struct {
 	heldSince time.Time
 }
 
-// wire adds an instance's next consumers; the first instance wired is the
-// ingester.
-func (o *outputs) wire(in *instance, traces consumer.Traces, metrics consumer.Metrics) {
+// wire adds an instance's next consumers; it reports whether the instance
+// is the one that ingests: the first wired.
+func (o *outputs) wire(traces consumer.Traces, metrics consumer.Metrics) (ingests bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if traces != nil {
@@ -39,9 +48,9 @@ func (o *outputs) wire(in *instance, traces consumer.Traces, metrics consumer.Me
 	if metrics != nil {
 		o.metrics = metrics
 	}
-	if o.ingester == nil {
-		o.ingester = in
-	}
+	ingests = !o.claimed
+	o.claimed = true
+	return ingests
 }
 
 // next are the next consumers (nil where none is wired).
@@ -49,13 +58,6 @@ func (o *outputs) next() (consumer.Traces, consumer.Metrics) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.traces, o.metrics
-}
-
-// ingests reports whether in is the ingester.
-func (o *outputs) ingests(in *instance) bool {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.ingester == in
 }
 
 // heldTraces are closed turns the traces consumer refused: they are
@@ -69,21 +71,29 @@ type heldTraces struct {
 // a retryable error, so the sender of the batch sends it again later.
 var errHeld = errors.New("turn_state: the traces consumer refuses closed turns; they are held, and batches refused until it accepts them")
 
-// hold keeps the turns a pass closed when the traces consumer refused
-// them (err): the pass's journal writes are kept back — the sessions it
-// touched are left behind, so the first pass after the turns are accepted
-// writes their state whole — and the pass fails. The first refusal of an
-// episode is logged once. Called under passMu.
-func (c *core) hold(ctx context.Context, next consumer.Traces, turns []*turnengine.Turn, err error) error {
-	o := c.out
-	o.held = &heldTraces{next: next, turns: turns}
-	c.gauges.heldTurns.Store(int64(len(turns)))
-	if c.journal != nil {
-		c.journal.KeepBack()
+// emitTraces hands closed turns to the traces consumer, if there is one.
+// Called under passMu, without mu. A refusal is counted and returned.
+func (o *outputs) emitTraces(ctx context.Context, next consumer.Traces, turns []*turnengine.Turn) error {
+	if next == nil || len(turns) == 0 {
+		return nil
 	}
+	if err := next.ConsumeTraces(ctx, turnrender.Traces(metadata.ScopeName, turns)); err != nil {
+		o.tel.AddEmitFailure(ctx, metadata.SignalTraces)
+		return err
+	}
+	return nil
+}
+
+// hold keeps the turns a pass closed when the traces consumer refused
+// them (err), and fails the pass; the caller keeps the pass's journal
+// writes back. The first refusal of an episode is logged once. Called
+// under passMu.
+func (o *outputs) hold(next consumer.Traces, turns []*turnengine.Turn, err error) error {
+	o.held = &heldTraces{next: next, turns: turns}
+	o.gauge.Store(int64(len(turns)))
 	if o.heldSince.IsZero() {
 		o.heldSince = time.Now()
-		c.logger.Error("The traces consumer refuses closed turns: they are held and offered again, and batches are refused "+
+		o.logger.Error("The traces consumer refuses closed turns: they are held and offered again, and batches are refused "+
 			"(their senders retry: HTTP 503, the file tailer waits, Kafka redelivers) until it accepts them; nothing is dropped",
 			zap.Int("turns", len(turns)), zap.Error(err))
 	}
@@ -93,35 +103,45 @@ func (c *core) hold(ctx context.Context, next consumer.Traces, turns []*turnengi
 // offerHeld offers the held turns to the traces consumer again; an error
 // refuses the pass. Accepted, the episode's end is logged once. Called
 // under passMu.
-func (c *core) offerHeld(ctx context.Context) error {
-	h := c.out.held
+func (o *outputs) offerHeld(ctx context.Context) error {
+	h := o.held
 	if h == nil {
 		return nil
 	}
-	if err := c.emitTraces(ctx, h.next, h.turns); err != nil {
+	if err := o.emitTraces(ctx, h.next, h.turns); err != nil {
 		return fmt.Errorf("%w: %v", errHeld, err)
 	}
-	c.logger.Info("The traces consumer accepts turns again; the held turns are delivered",
-		zap.Int("turns", len(h.turns)), zap.Duration("refused_for", time.Since(c.out.heldSince).Round(time.Millisecond)))
-	c.out.held, c.out.heldSince = nil, time.Time{}
-	c.gauges.heldTurns.Store(0)
+	o.logger.Info("The traces consumer accepts turns again; the held turns are delivered",
+		zap.Int("turns", len(h.turns)), zap.Duration("refused_for", time.Since(o.heldSince).Round(time.Millisecond)))
+	o.held, o.heldSince = nil, time.Time{}
+	o.gauge.Store(0)
 	return nil
 }
 
 // shutdownHeld reports the turns still held at the final pass: with a
 // journal they are open in it and close again after the restart, when
 // their events are delivered again; without one they are lost.
-func (c *core) shutdownHeld(ctx context.Context) {
-	h := c.out.held
+func (o *outputs) shutdownHeld(ctx context.Context, journaled bool) {
+	h := o.held
 	if h == nil {
 		return
 	}
-	if c.journal != nil {
-		c.logger.Warn("Stopping with closed turns the traces consumer refused: the journal keeps them open, and they close again after the restart",
+	if journaled {
+		o.logger.Warn("Stopping with closed turns the traces consumer refused: the journal keeps them open, and they close again after the restart",
 			zap.Int("turns", len(h.turns)))
 		return
 	}
-	c.tel.TurnsLost.Add(ctx, int64(len(h.turns)))
-	c.logger.Error("Stopping with closed turns the traces consumer refused, and no journal: they are lost",
+	o.tel.TurnsLost.Add(ctx, int64(len(h.turns)))
+	o.logger.Error("Stopping with closed turns the traces consumer refused, and no journal: they are lost",
 		zap.Int("turns", len(h.turns)))
+}
+
+// emitMetrics hands a metrics snapshot to the metrics consumer. Called
+// without mu. A refused snapshot is made good by the next: the metrics
+// are cumulative.
+func (o *outputs) emitMetrics(ctx context.Context, next consumer.Metrics, md pmetric.Metrics) {
+	if err := next.ConsumeMetrics(ctx, md); err != nil {
+		o.tel.AddEmitFailure(ctx, metadata.SignalMetrics)
+		o.logger.Warn("Next consumer refused turn metrics; the next flush carries the cumulative values", zap.Error(err))
+	}
 }

@@ -23,7 +23,10 @@ var (
 
 // instance is one of the connector instances the service creates; both
 // delegate to the shared core.
-type instance struct{ c *core }
+type instance struct {
+	c       *core
+	ingests bool // the one instance that hands batches to the core
+}
 
 var _ connector.Logs = (*instance)(nil)
 
@@ -35,9 +38,7 @@ func attach(cfg *Config, set connector.Settings, traces consumer.Traces, metrics
 	if err != nil {
 		return nil, err
 	}
-	in := &instance{c: c}
-	c.out.wire(in, traces, metrics)
-	return in, nil
+	return &instance{c: c, ingests: c.out.wire(traces, metrics)}, nil
 }
 
 // coreOf is the core of cfg, created if needed.
@@ -78,15 +79,16 @@ func (in *instance) Start(ctx context.Context, host component.Host) error {
 // Shutdown shuts the shared core down on the first call, whichever
 // instance it comes to; later calls return at once.
 func (in *instance) Shutdown(ctx context.Context) error {
-	return in.c.shutdown(ctx)
+	err := in.c.shutdown(ctx)
+	detach(in.c)
+	return err
 }
 
 // ConsumeLogs hands a batch to the core. Only the ingester instance does;
 // the other gets the same batch and ignores it.
 func (in *instance) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	c := in.c
-	if !c.out.ingests(in) {
+	if !in.ingests {
 		return nil
 	}
-	return c.consume(ctx, ld)
+	return in.c.consume(ctx, ld)
 }
