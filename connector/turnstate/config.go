@@ -16,6 +16,7 @@ import (
 	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/internal/turnrender"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // Config configures the turn_state connector (docs/design.md §4, README).
@@ -220,15 +221,16 @@ type PriceConfig struct {
 	_ struct{}
 }
 
-// Default metrics flush interval; the engine owns the other defaults.
+// Default metrics flush interval; the session bounds default to
+// turnmodel's, the engine owns the other defaults.
 const defaultMetricsFlushInterval = 15 * time.Second
 
 func createDefaultConfig() *Config {
 	return &Config{
 		AgentName:            turnengine.DefaultAgentName,
-		DanglingTimeout:      turnengine.DefaultDanglingTimeout,
-		MaxOpenTurns:         turnengine.DefaultMaxOpenTurns,
-		MaxSessions:          turnengine.DefaultMaxSessions,
+		DanglingTimeout:      turnmodel.DefaultDanglingTimeout,
+		MaxOpenTurns:         turnmodel.DefaultMaxOpenTurns,
+		MaxSessions:          turnmodel.DefaultMaxSessions,
 		MetricsFlushInterval: defaultMetricsFlushInterval,
 		CaptureContent:       false,
 		LiveSteps:            true,

@@ -23,6 +23,7 @@ import (
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/sessionlog"
 	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // synthetic is a small valid v0 session: a header (cwd omitted when
@@ -46,7 +47,7 @@ func synthetic(id, cwd string, turns int) []string {
 func linesRecords(t testing.TB, session string, lines []string) []record {
 	t.Helper()
 	dec := sessionlog.NewRowDecoder(0, 0)
-	tr := logrecord.NewTracker(0)
+	tr := logrecord.NewTracker(turnmodel.DefaultBounds())
 	var out []record
 	for i, l := range lines {
 		row, err := dec.Decode([]byte(l), i+1)

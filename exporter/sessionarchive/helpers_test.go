@@ -23,6 +23,7 @@ import (
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/sessionlog"
 	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 var observed = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -44,7 +45,7 @@ func corpusRecords(t testing.TB, path, fallback string) []record {
 	dec, err := sessionlog.NewDecoder(f, sessionlog.Options{})
 	require.NoError(t, err)
 	defer dec.Close()
-	tr := logrecord.NewTracker(0)
+	tr := logrecord.NewTracker(turnmodel.DefaultBounds())
 	var out []record
 	for {
 		row, err := dec.Next()

@@ -12,10 +12,12 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/dshtrace/dshtrace/internal/semconv"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/internal/turnrender"
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 var now = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -35,7 +37,7 @@ func build(t *testing.T, path, session string) plog.Logs {
 	defer dec.Close()
 	ld := plog.NewLogs()
 	bySession := map[string]plog.LogRecordSlice{}
-	tr := NewTracker(0)
+	tr := NewTracker(turnmodel.DefaultBounds())
 	for {
 		row, err := dec.Next()
 		if errors.Is(err, io.EOF) {
@@ -152,7 +154,7 @@ func TestCorpusRoundTrip(t *testing.T) {
 			if seq, _ := lr.Attributes().Get(AttrEventSeq); seq.Int() < seedLength {
 				// Inherited from the parent: the parent's spans, not emitted here.
 				h := headerOf(t, path)
-				if turn, _ := lr.Attributes().Get(AttrTurn); lr.TraceID() != turnrender.TraceID(h.ParentSession, turn.Int()) {
+				if turn, _ := lr.Attributes().Get(semconv.DshTurn); lr.TraceID() != turnrender.TraceID(h.ParentSession, turn.Int()) {
 					t.Errorf("%s: inherited seq %d does not name its parent's trace", rel, seq.Int())
 				}
 				continue

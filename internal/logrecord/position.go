@@ -23,25 +23,12 @@ func (p Position) IsZero() bool { return p.cur == nil }
 // Save returns a copy of the session's position (the zero Position when the
 // Tracker knows nothing of the session). It does not touch the LRU order.
 func (t *Tracker) Save(session string) Position {
-	p, ok := t.sessions.Peek(session)
-	if !ok {
-		return Position{}
-	}
-	return Position{cur: p.cur.Clone()}
+	return Position{cur: t.table.Save(session)}
 }
 
 // Restore puts a saved position back; the zero Position forgets the session.
 func (t *Tracker) Restore(session string, saved Position) {
-	if saved.cur == nil {
-		if t.sessions.Remove(session) {
-			t.last = nil
-		}
-		return
-	}
-	p := t.position(session)
-	c := saved.cur.Clone()
-	c.SetSession(p.cur.Session())
-	p.cur, p.cache = c, idCache{}
+	t.table.Restore(session, saved.cur)
 }
 
 // MarshalJSON stores the position; the zero Position is null.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // TestPositionSaveRestore: batches whose delivery failed are undone with
@@ -25,14 +26,14 @@ func TestPositionSaveRestore(t *testing.T) {
 
 		want := plog.NewLogs()
 		lrs := NewResourceLogs(want, testScope, session, nil)
-		tr := NewTracker(0)
+		tr := NewTracker(turnmodel.DefaultBounds())
 		for _, r := range rows {
 			tr.Append(lrs, session, r.Row, r.Format, now)
 		}
 
 		got := plog.NewLogs()
 		glrs := NewResourceLogs(got, testScope, session, nil)
-		tr = NewTracker(0)
+		tr = NewTracker(turnmodel.DefaultBounds())
 		for start := 0; start < len(rows); start += 7 {
 			batch := rows[start:min(start+7, len(rows))]
 			saved := tr.Save(session)
@@ -51,7 +52,7 @@ func TestPositionSaveRestore(t *testing.T) {
 			if err := json.Unmarshal(b, &back); err != nil {
 				t.Fatal(err)
 			}
-			tr = NewTracker(0)
+			tr = NewTracker(turnmodel.DefaultBounds())
 			tr.Restore(session, back)
 			for _, r := range batch {
 				tr.Append(glrs, session, r.Row, r.Format, now)
@@ -65,7 +66,7 @@ func TestPositionSaveRestore(t *testing.T) {
 
 // TestPositionForget: restoring the zero Position forgets the session.
 func TestPositionForget(t *testing.T) {
-	tr := NewTracker(2)
+	tr := NewTracker(turnmodel.Bounds{MaxSessions: 2})
 	if !tr.Save("a").IsZero() {
 		t.Fatal("unknown session has a position")
 	}
@@ -76,8 +77,8 @@ func TestPositionForget(t *testing.T) {
 		t.Fatal("no position after an append")
 	}
 	tr.Restore("a", Position{})
-	if !tr.Save("a").IsZero() || tr.sessions.Len() != 0 {
-		t.Fatalf("session not forgotten: %d sessions held", tr.sessions.Len())
+	if !tr.Save("a").IsZero() || tr.table.Len() != 0 {
+		t.Fatalf("session not forgotten: %d sessions held", tr.table.Len())
 	}
 	b, _ := json.Marshal(Position{})
 	if string(b) != "null" {
@@ -88,7 +89,7 @@ func TestPositionForget(t *testing.T) {
 // TestTrackerForgetsLeastRecentlyUsed: at its bound the Tracker forgets the
 // session used least recently, not the one added first.
 func TestTrackerForgetsLeastRecentlyUsed(t *testing.T) {
-	tr := NewTracker(2)
+	tr := NewTracker(turnmodel.Bounds{MaxSessions: 2})
 	appendStart := func(id string) {
 		row := &sessionlog.Row{Kind: sessionlog.RowEvent, Bytes: []byte(`{}`)}
 		row.Events = []sessionlog.Event{{Row: row, Type: "turn/start", Seq: 0, Turn: 1, HasTurn: true, Detail: &sessionlog.Detail{}}}

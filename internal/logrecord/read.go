@@ -11,8 +11,10 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/dshtrace/dshtrace/internal/semconv"
 	"github.com/dshtrace/dshtrace/internal/sessiontable"
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // Origin says which producer made a record.
@@ -56,7 +58,8 @@ type Reader struct {
 
 	shallow bool
 
-	// last is the state found last (see Tracker.last).
+	// last is the state found last: the records of a batch come session
+	// by session, so most lookups need no hashing.
 	last *readState
 }
 
@@ -73,8 +76,11 @@ type readState struct {
 }
 
 // NewReader returns a Reader remembering at most maxSessions sessions
-// (sessiontable.DefaultMaxSessions when not positive).
+// (turnmodel.DefaultMaxSessions when not positive).
 func NewReader(maxSessions int) *Reader {
+	if maxSessions <= 0 {
+		maxSessions = turnmodel.DefaultMaxSessions
+	}
 	return &Reader{sessions: sessiontable.New[*readState](maxSessions)}
 }
 
@@ -190,8 +196,8 @@ func (r *Reader) v0Header(session string, attrs pcommon.Map) {
 	if st.header != nil {
 		return
 	}
-	cwd, parent := strAttr(attrs, "session.cwd"), strAttr(attrs, "session.parent_id")
-	seed, hasSeed := intAttr(attrs, "session.seed_length")
+	cwd, parent := strAttr(attrs, semconv.SessionCwd), strAttr(attrs, semconv.SessionParentID)
+	seed, hasSeed := intAttr(attrs, semconv.SessionSeedLength)
 	if cwd == "" && parent == "" && !hasSeed {
 		return
 	}

@@ -52,6 +52,20 @@ func (l *List[V]) PushBack(v V) *Elem[V] {
 	return e
 }
 
+// PushBackElem adds e at the back: an element that is in no list — a
+// zero Elem its owner keeps, or one removed before — so a value that keeps
+// its own element joins and leaves a list without an allocation. An
+// element already in a list stays where it is.
+func (l *List[V]) PushBackElem(e *Elem[V]) {
+	if e.list != nil {
+		return
+	}
+	l.lazyInit()
+	e.list = l
+	l.link(e)
+	l.n++
+}
+
 // MoveToBack makes e the newest element. e must be an element of l.
 func (l *List[V]) MoveToBack(e *Elem[V]) {
 	if e.list != l || l.root.prev == e {

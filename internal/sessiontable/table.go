@@ -8,13 +8,10 @@ type Table[V any] struct {
 	order List[V]
 }
 
-// New returns an empty table of at most max sessions (DefaultMaxSessions
-// when max is not positive).
-func New[V any](max int) *Table[V] {
-	if max <= 0 {
-		max = DefaultMaxSessions
-	}
-	return &Table[V]{max: max, byID: map[string]*Elem[V]{}}
+// New returns an empty table of at most bound sessions; a bound below one
+// holds one session.
+func New[V any](bound int) *Table[V] {
+	return &Table[V]{max: max(bound, 1), byID: map[string]*Elem[V]{}}
 }
 
 // Max is the table's bound.

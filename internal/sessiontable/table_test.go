@@ -57,9 +57,9 @@ func TestTableOrder(t *testing.T) {
 	assert.Equal(t, []string{"a"}, stop, "Ascending stops when told")
 }
 
-func TestTableDefaultsAndEmpty(t *testing.T) {
+func TestTableSmallBoundAndEmpty(t *testing.T) {
 	tb := New[string](0)
-	assert.Equal(t, DefaultMaxSessions, tb.Max())
+	assert.Equal(t, 1, tb.Max(), "a bound below one holds one session")
 	_, _, ok := tb.Oldest()
 	assert.False(t, ok)
 	tb.Ascending(func(string, string) bool { t.Fatal("empty table iterated"); return true })
@@ -84,4 +84,29 @@ func TestListRemoveTwice(t *testing.T) {
 	assert.Nil(t, a.Front())
 	assert.Equal(t, 0, a.Len())
 	a.Remove(nil)
+}
+
+// TestListPushBackElem: an element its owner keeps joins, leaves and joins
+// again; pushing one already in a list leaves it where it is.
+func TestListPushBackElem(t *testing.T) {
+	var l List[int]
+	var own Elem[int]
+	own.Value = 7
+	l.PushBack(1)
+	l.PushBackElem(&own)
+	l.PushBack(2)
+	assert.Equal(t, 3, l.Len())
+	l.PushBackElem(&own)
+	assert.Equal(t, 3, l.Len(), "already in the list")
+	assert.Same(t, &own, l.Front().Next())
+	l.Remove(&own)
+	assert.Equal(t, 2, l.Len())
+	l.PushBackElem(&own)
+	assert.Equal(t, 3, l.Len())
+	assert.Nil(t, own.Next(), "joined again at the back")
+	var vs []int
+	for e := l.Front(); e != nil; e = e.Next() {
+		vs = append(vs, e.Value)
+	}
+	assert.Equal(t, []int{1, 2, 7}, vs)
 }

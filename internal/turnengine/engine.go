@@ -7,6 +7,7 @@ import (
 	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/sessiontable"
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // Config bounds and shapes the engine. Zero values take the defaults.
@@ -51,13 +52,11 @@ type Config struct {
 	KeepInherited bool
 }
 
-// Defaults. The session bounds are the ones every part shares
-// (internal/sessiontable).
+// Defaults. The session bounds (DanglingTimeout, MaxOpenTurns,
+// MaxSessions) default to turnmodel's, the ones every part that places
+// events shares.
 const (
 	DefaultAgentName       = "dsh"
-	DefaultDanglingTimeout = sessiontable.DefaultDanglingTimeout
-	DefaultMaxOpenTurns    = sessiontable.DefaultMaxOpenTurns
-	DefaultMaxSessions     = sessiontable.DefaultMaxSessions
 	DefaultReorderWindow   = 4096
 	DefaultGapTimeout      = 5 * time.Second
 	DefaultMaxContentBytes = 16384
@@ -67,15 +66,8 @@ func (c Config) withDefaults() Config {
 	if c.AgentName == "" {
 		c.AgentName = DefaultAgentName
 	}
-	if c.DanglingTimeout <= 0 {
-		c.DanglingTimeout = DefaultDanglingTimeout
-	}
-	if c.MaxOpenTurns <= 0 {
-		c.MaxOpenTurns = DefaultMaxOpenTurns
-	}
-	if c.MaxSessions <= 0 {
-		c.MaxSessions = DefaultMaxSessions
-	}
+	b := c.Bounds().WithDefaults()
+	c.DanglingTimeout, c.MaxOpenTurns, c.MaxSessions = b.DanglingTimeout, b.MaxOpenTurns, b.MaxSessions
 	if c.ReorderWindow <= 0 {
 		c.ReorderWindow = DefaultReorderWindow
 	}
@@ -89,6 +81,11 @@ func (c Config) withDefaults() Config {
 		c.Prices = defaultPrices
 	}
 	return c
+}
+
+// Bounds are the configuration's session bounds.
+func (c Config) Bounds() turnmodel.Bounds {
+	return turnmodel.Bounds{MaxSessions: c.MaxSessions, MaxOpenTurns: c.MaxOpenTurns, DanglingTimeout: c.DanglingTimeout}
 }
 
 // Dangling causes.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dshtrace/dshtrace/internal/semconv"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -78,14 +79,14 @@ func (s *session) late(ev *sessionlog.Event, now time.Time, restoring bool) bool
 	case "tool/result":
 		if len(d.closers) < maxCloserEvents {
 			d.closers = append(d.closers, SpanEvent{Name: "dsh.tool.result", Time: ev.Time, Seq: ev.Seq, Attrs: ownedAttrs(
-				Attr{"gen_ai.tool.call.id", ev.CallID},
-				Attr{"dsh.tool.outcome", outcome(ev.IsError)},
-				Attr{"error.type", ev.ErrorCode},
+				Attr{semconv.GenAIToolCallID, ev.CallID},
+				Attr{semconv.DshToolOutcome, outcome(ev.IsError)},
+				Attr{semconv.ErrorType, ev.ErrorCode},
 			)})
 		}
 	case "step/end":
 		if len(d.closers) < maxCloserEvents {
-			d.closers = append(d.closers, SpanEvent{Name: "dsh.step.end", Time: ev.Time, Seq: ev.Seq, Attrs: []Attr{{"dsh.step", ev.Step}}})
+			d.closers = append(d.closers, SpanEvent{Name: "dsh.step.end", Time: ev.Time, Seq: ev.Seq, Attrs: []Attr{{semconv.DshStep, ev.Step}}})
 		}
 	case "turn/end":
 		if !restoring {

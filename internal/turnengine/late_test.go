@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // crashRepaired is testdata's crash-repaired session: the agent died after
@@ -45,7 +46,7 @@ func TestLateCloseAfterTimeout(t *testing.T) {
 			e.Ingest(x, t0)
 		}
 	}
-	e.Sweep(t0.Add(DefaultDanglingTimeout + time.Minute))
+	e.Sweep(t0.Add(turnmodel.DefaultDanglingTimeout + time.Minute))
 	first := e.Drain()
 	if len(first) != 1 || first[0].DanglingCause != CauseTimeout {
 		t.Fatalf("after the timeout: %+v", first)
@@ -64,7 +65,7 @@ func TestLateCloseAfterTimeout(t *testing.T) {
 	if lc.Number != 1 || lc.Reason.Kind != "interrupted" || lc.Late.DanglingCause != CauseTimeout {
 		t.Errorf("late close turn %d reason %q cause %q", lc.Number, lc.Reason.Kind, lc.Late.DanglingCause)
 	}
-	if want := 20*time.Hour - DefaultDanglingTimeout - time.Minute; lc.Late.After != want {
+	if want := 20*time.Hour - turnmodel.DefaultDanglingTimeout - time.Minute; lc.Late.After != want {
 		t.Errorf("closed late after %v, want %v", lc.Late.After, want)
 	}
 	var names []string
@@ -162,7 +163,7 @@ func TestLateCloseAcrossRestart(t *testing.T) {
 			e1.Ingest(x, epoch)
 		}
 	}
-	e1.Sweep(epoch.Add(DefaultDanglingTimeout + time.Minute))
+	e1.Sweep(epoch.Add(turnmodel.DefaultDanglingTimeout + time.Minute))
 	if d := e1.Drain(); len(d) != 1 || d[0].DanglingCause != CauseTimeout {
 		t.Fatalf("before the restart: %+v", d)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dshtrace/dshtrace/internal/semconv"
 	"github.com/dshtrace/dshtrace/internal/sessiontable"
 	"github.com/dshtrace/dshtrace/sessionlog"
 	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
@@ -252,7 +253,7 @@ func (s *session) modelEvent(st *Step, ev *sessionlog.Event, pl turnmodel.Place)
 func (s *session) toolEvent(ot *openTurn, ev *sessionlog.Event, pl turnmodel.Place) {
 	e := s.e
 	if ev.Type == "tool/result" && ev.Surface.Kind == sessionlog.SurfaceReplace {
-		ot.addEvent(ev, "dsh.tool.result_rewritten", Attr{"gen_ai.tool.call.id", ev.CallID})
+		ot.addEvent(ev, "dsh.tool.result_rewritten", Attr{semconv.GenAIToolCallID, ev.CallID})
 		return
 	}
 	st := ot.step
@@ -306,20 +307,20 @@ func (ot *openTurn) spanEvent(ev *sessionlog.Event, pl turnmodel.Place) {
 	switch ev.Type {
 	case "llm/retry-started":
 		ot.retryStart, ot.hasRetryStart = ev.Time, true
-		ot.addEvent(ev, "dsh.llm.retry_started", Attr{"dsh.retry", ev.Retry})
+		ot.addEvent(ev, "dsh.llm.retry_started", Attr{semconv.DshRetry, ev.Retry})
 	case "llm/retry":
-		attrs := []Attr{{"dsh.retry", ev.Retry}}
+		attrs := []Attr{{semconv.DshRetry, ev.Retry}}
 		if ev.Failure != nil {
-			attrs = append(attrs, Attr{"error.type", ev.Failure.Code})
+			attrs = append(attrs, Attr{semconv.ErrorType, ev.Failure.Code})
 		}
 		ot.addEvent(ev, "dsh.llm.retry", attrs...)
 	case "user/message":
-		ot.addEvent(ev, "dsh.user.message", Attr{"dsh.message.source", ev.SourceKind})
+		ot.addEvent(ev, "dsh.user.message", Attr{semconv.DshMessageSource, ev.SourceKind})
 	case "approval/asked":
 		if pl.Kind == turnmodel.KindTool {
-			ot.addEventOnCall(ev, "dsh.approval.asked", ev.CallID, Attr{"gen_ai.tool.name", ev.ToolName})
+			ot.addEventOnCall(ev, "dsh.approval.asked", ev.CallID, Attr{semconv.GenAIToolName, ev.ToolName})
 		} else {
-			ot.addEvent(ev, "dsh.approval.asked", Attr{"gen_ai.tool.name", ev.ToolName})
+			ot.addEvent(ev, "dsh.approval.asked", Attr{semconv.GenAIToolName, ev.ToolName})
 		}
 	case "compaction/start", "compaction/summary", "compaction/prune", "compaction/end",
 		"approval/decided", "hook/invoked", "hook/result", "session/end-seed":

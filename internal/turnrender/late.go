@@ -4,6 +4,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/dshtrace/dshtrace/internal/semconv"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
@@ -27,31 +28,31 @@ func appendLateClose(spans ptrace.SpanSlice, t *turnengine.Turn) {
 	sp.SetStartTimestamp(ts(t.StartTime))
 	sp.SetEndTimestamp(ts(t.EndTime))
 	a := sp.Attributes()
-	a.PutStr("gen_ai.agent.name", t.Agent)
-	a.PutStr("gen_ai.conversation.id", t.SessionID)
-	a.PutStr("session.id", t.SessionID)
-	a.PutInt("dsh.turn", t.Number)
+	a.PutStr(semconv.GenAIAgentName, t.Agent)
+	a.PutStr(semconv.GenAIConversationID, t.SessionID)
+	a.PutStr(semconv.SessionID, t.SessionID)
+	a.PutInt(semconv.DshTurn, t.Number)
 	reason := reasonKind(t)
-	a.PutStr("dsh.turn.end_reason", reason)
-	a.PutBool("dsh.turn.closed_late", true)
-	a.PutStr("dsh.dangling.cause", lc.DanglingCause)
+	a.PutStr(semconv.DshTurnEndReason, reason)
+	a.PutBool(semconv.DshTurnClosedLate, true)
+	a.PutStr(semconv.DshDanglingCause, lc.DanglingCause)
 	if lc.After > 0 {
-		a.PutDouble("dsh.turn.closed_late_after", lc.After.Seconds())
+		a.PutDouble(semconv.DshTurnClosedLateAfter, lc.After.Seconds())
 	}
 	if t.Reason.Failure != nil && t.Reason.Failure.Code != "" {
-		a.PutStr("error.type", t.Reason.Failure.Code)
+		a.PutStr(semconv.ErrorType, t.Reason.Failure.Code)
 	}
-	a.PutInt("dsh.event.seq", t.EndSeq)
+	a.PutInt(semconv.DshEventSeq, t.EndSeq)
 	unknown := int64(0)
 	for _, c := range lc.Closers {
 		for _, at := range c.Attrs {
-			if at.Key == "error.type" && at.Value == "TOOL_OUTCOME_UNKNOWN" {
+			if at.Key == semconv.ErrorType && at.Value == "TOOL_OUTCOME_UNKNOWN" {
 				unknown++
 			}
 		}
 	}
 	if unknown > 0 {
-		a.PutInt("dsh.tool.calls_outcome_unknown", unknown)
+		a.PutInt(semconv.DshToolCallsOutcomeUnknown, unknown)
 	}
 	switch reason {
 	case "error", "interrupted":

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // crashRepaired is testdata's crash-repaired session: the agent died after
@@ -39,7 +40,7 @@ func TestLateCloseSpanAndMetrics(t *testing.T) {
 			e.Ingest(x, t0)
 		}
 	}
-	e.Sweep(t0.Add(turnengine.DefaultDanglingTimeout + time.Minute))
+	e.Sweep(t0.Add(turnmodel.DefaultDanglingTimeout + time.Minute))
 	e.Drain()
 	for _, x := range in {
 		if x.Event.Seq > 12 {

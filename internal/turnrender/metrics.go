@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/dshtrace/dshtrace/internal/semconv"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 )
 
@@ -278,7 +279,7 @@ func (m *Metrics) recordEvent(typ string, now time.Time) {
 		m.lastEvent = e
 		return
 	}
-	p := m.point(MetricSessionEvents, attrs(kv{"event.type", m.capped("event.type", typ)}), now)
+	p := m.point(MetricSessionEvents, attrs(kv{semconv.EventType, m.capped(semconv.EventType, typ)}), now)
 	p.value++
 	// Types past the cap share the "other" point; remember a bounded
 	// number of raw types, so that hostile input cannot grow the map.
@@ -291,7 +292,7 @@ func (m *Metrics) recordEvent(typ string, now time.Time) {
 
 // recordViolation counts one invariant violation by its code.
 func (m *Metrics) recordViolation(code string, now time.Time) {
-	m.add(MetricSessionViolations, 1, attrs(kv{"dsh.violation", code}), now)
+	m.add(MetricSessionViolations, 1, attrs(kv{semconv.DshViolation, code}), now)
 }
 
 // recordTurn aggregates a closed turn: its outcome, its model calls and its
@@ -303,10 +304,10 @@ func (m *Metrics) recordTurn(t *turnengine.Turn, now time.Time) {
 		errType = t.Reason.Failure.Code
 	}
 	trace := TraceID(t.SessionID, t.Number)
-	agent := kv{"gen_ai.agent.name", m.capped("agent", t.Agent)}
-	m.add(MetricTurns, 1, attrs(kv{"dsh.turn.end_reason", reason}, agent, kv{"error.type", errType}), now)
+	agent := kv{semconv.GenAIAgentName, m.capped("agent", t.Agent)}
+	m.add(MetricTurns, 1, attrs(kv{semconv.DshTurnEndReason, reason}, agent, kv{semconv.ErrorType, errType}), now)
 	ex := exemplar{traceID: trace, spanID: TurnSpanID(t.SessionID, t.Number), at: msToNanos(t.EndTime)}
-	byReason := attrs(kv{"dsh.turn.end_reason", reason})
+	byReason := attrs(kv{semconv.DshTurnEndReason, reason})
 	m.observe(MetricTurnDuration, seconds(t.EndTime-t.StartTime), ex, byReason, now)
 	m.observe(MetricTurnSteps, float64(t.NumSteps()), ex, byReason, now)
 	agentErr := ""
@@ -316,8 +317,8 @@ func (m *Metrics) recordTurn(t *turnengine.Turn, now time.Time) {
 			agentErr = reason
 		}
 	}
-	op := kv{"gen_ai.operation.name", "invoke_agent"}
-	m.observe(MetricAgentDuration, seconds(t.EndTime-t.StartTime), ex, attrs(op, agent, kv{"error.type", agentErr}), now)
+	op := kv{semconv.GenAIOperationName, "invoke_agent"}
+	m.observe(MetricAgentDuration, seconds(t.EndTime-t.StartTime), ex, attrs(op, agent, kv{semconv.ErrorType, agentErr}), now)
 	// The steps emitted live were counted when they went out.
 	inferences, tools := t.LiveModelCalls, t.LiveToolCalls
 	for _, st := range t.Steps {
@@ -360,14 +361,14 @@ func (m *Metrics) recordFragment(f *turnengine.Turn, now time.Time) {
 // recordLateClose counts a late close (dsh.turns.closed_late) by its real
 // end reason and how the turn had dangled.
 func (m *Metrics) recordLateClose(t *turnengine.Turn, now time.Time) {
-	m.add(MetricTurnsClosedLate, 1, attrs(kv{"dsh.turn.end_reason", reasonKind(t)}, kv{"dsh.dangling.cause", t.Late.DanglingCause},
-		kv{"gen_ai.agent.name", m.capped("agent", t.Agent)}), now)
+	m.add(MetricTurnsClosedLate, 1, attrs(kv{semconv.DshTurnEndReason, reasonKind(t)}, kv{semconv.DshDanglingCause, t.Late.DanglingCause},
+		kv{semconv.GenAIAgentName, m.capped("agent", t.Agent)}), now)
 }
 
 func (m *Metrics) recordAttempt(t *turnengine.Turn, st *turnengine.Step, a *turnengine.Attempt, trace pcommon.TraceID, now time.Time) {
-	provider := kv{"gen_ai.provider.name", m.capped("provider", ProviderName(a.Provider))}
-	model := kv{"gen_ai.request.model", m.capped("model", a.Model)}
-	op := kv{"gen_ai.operation.name", "chat"}
+	provider := kv{semconv.GenAIProviderName, m.capped("provider", ProviderName(a.Provider))}
+	model := kv{semconv.GenAIRequestModel, m.capped("model", a.Model)}
+	op := kv{semconv.GenAIOperationName, "chat"}
 	ex := exemplar{traceID: trace, spanID: ChatSpanID(t.SessionID, t.Number, st.Number, a.Index), at: msToNanos(a.EndTime)}
 	errType := ""
 	if a.Failed() {
@@ -377,7 +378,7 @@ func (m *Metrics) recordAttempt(t *turnengine.Turn, st *turnengine.Step, a *turn
 		}
 	}
 	m.observe(MetricInferenceDuration, seconds(a.EndTime-a.StartTime), ex,
-		attrs(op, provider, model, kv{"error.type", errType}), now)
+		attrs(op, provider, model, kv{semconv.ErrorType, errType}), now)
 	if a.HasFirstChunk {
 		m.observe(MetricInferenceTTFC, seconds(a.FirstChunkTime-a.StartTime), ex, attrs(op, provider, model), now)
 	}
@@ -389,7 +390,7 @@ func (m *Metrics) recordAttempt(t *turnengine.Turn, st *turnengine.Step, a *turn
 		}{{TokenUncachedInput, u.InputTokens, a.Cost.Input}, {TokenCacheRead, u.CacheReadTokens, a.Cost.CacheRead},
 			{TokenCacheWrite, u.CacheWriteTokens, a.Cost.CacheWrite}, {TokenOutput, u.OutputTokens, a.Cost.Output}} {
 			if tt.n > 0 {
-				typ := kv{"gen_ai.token.type", tt.typ}
+				typ := kv{semconv.GenAITokenType, tt.typ}
 				m.add(MetricUsageTokens, tt.n, attrs(typ, provider, model), now)
 				if a.Priced {
 					m.point(MetricUsageCost, attrs(typ, provider, model), now).fvalue += tt.cost
@@ -403,8 +404,8 @@ func (m *Metrics) recordAttempt(t *turnengine.Turn, st *turnengine.Step, a *turn
 }
 
 func (m *Metrics) recordTool(t *turnengine.Turn, st *turnengine.Step, tc *turnengine.ToolCall, trace pcommon.TraceID, now time.Time) {
-	name := kv{"gen_ai.tool.name", m.capped("tool", tc.Name)}
-	m.add(MetricToolCalls, 1, attrs(name, kv{"dsh.tool.outcome", tc.Outcome}), now)
+	name := kv{semconv.GenAIToolName, m.capped("tool", tc.Name)}
+	m.add(MetricToolCalls, 1, attrs(name, kv{semconv.DshToolOutcome, tc.Outcome}), now)
 	if tc.Outcome != "unknown" {
 		errType := ""
 		if tc.Outcome == "error" {
@@ -412,7 +413,7 @@ func (m *Metrics) recordTool(t *turnengine.Turn, st *turnengine.Step, tc *turnen
 		}
 		ex := exemplar{traceID: trace, spanID: ToolSpanID(t.SessionID, t.Number, st.Number, tc.CallID, ""), at: msToNanos(tc.EndTime)}
 		m.observe(MetricToolDuration, seconds(tc.EndTime-tc.StartTime), ex,
-			attrs(kv{"gen_ai.operation.name", "execute_tool"}, name, kv{"gen_ai.tool.type", "function"}, kv{"error.type", errType}), now)
+			attrs(kv{semconv.GenAIOperationName, "execute_tool"}, name, kv{semconv.GenAIToolType, "function"}, kv{semconv.ErrorType, errType}), now)
 	}
 }
 

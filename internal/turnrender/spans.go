@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/dshtrace/dshtrace/internal/semconv"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
@@ -31,7 +32,7 @@ func Traces(scope string, turns []*turnengine.Turn) ptrace.Traces {
 		if !ok {
 			rs := td.ResourceSpans().AppendEmpty()
 			rs.Resource().Attributes().PutStr("service.name", t.Agent)
-			rs.Resource().Attributes().PutStr("session.id", t.SessionID)
+			rs.Resource().Attributes().PutStr(semconv.SessionID, t.SessionID)
 			ss := rs.ScopeSpans().AppendEmpty()
 			ss.Scope().SetName(scope)
 			spans = ss.Spans()
@@ -93,26 +94,26 @@ func appendTurn(spans ptrace.SpanSlice, t *turnengine.Turn) {
 	sp.SetEndTimestamp(ts(t.EndTime))
 	a := sp.Attributes()
 	a.EnsureCapacity(19) // the attributes below, allocated once
-	a.PutStr("gen_ai.operation.name", "invoke_agent")
-	a.PutStr("gen_ai.agent.name", t.Agent)
-	a.PutBool("gen_ai.invocation.is_nested", t.Nested)
-	a.PutStr("gen_ai.conversation.id", t.SessionID)
-	a.PutStr("session.id", t.SessionID)
-	a.PutInt("dsh.turn", t.Number)
+	a.PutStr(semconv.GenAIOperationName, "invoke_agent")
+	a.PutStr(semconv.GenAIAgentName, t.Agent)
+	a.PutBool(semconv.GenAIInvocationIsNested, t.Nested)
+	a.PutStr(semconv.GenAIConversationID, t.SessionID)
+	a.PutStr(semconv.SessionID, t.SessionID)
+	a.PutInt(semconv.DshTurn, t.Number)
 	reason := reasonKind(t)
 	putTurnEnd(a, t, reason)
-	a.PutInt("dsh.turn.steps", int64(t.NumSteps()))
+	a.PutInt(semconv.DshTurnSteps, int64(t.NumSteps()))
 	putTurnUsage(a, t)
-	a.PutInt("dsh.event.seq", t.StartSeq)
+	a.PutInt(semconv.DshEventSeq, t.StartSeq)
 	if t.Clamped {
-		a.PutBool("dsh.time.clamped", true)
+		a.PutBool(semconv.DshTimeClamped, true)
 	}
 	setTurnStatus(sp, t, reason)
 	if t.Number > 1 {
 		l := sp.Links().AppendEmpty()
 		l.SetTraceID(TraceID(t.SessionID, t.Number-1))
 		l.SetSpanID(TurnSpanID(t.SessionID, t.Number-1))
-		l.Attributes().PutStr("dsh.link", "previous_turn")
+		l.Attributes().PutStr(semconv.DshLink, "previous_turn")
 	}
 	appendEvents(sp, t.Events, "")
 	appendSteps(spans, t, trace, root)
@@ -121,18 +122,18 @@ func appendTurn(spans ptrace.SpanSlice, t *turnengine.Turn) {
 // putTurnEnd puts why the turn ended: its end reason, an abort's cause
 // and hook reason, a failure's code, a dangling turn's cause.
 func putTurnEnd(a pcommon.Map, t *turnengine.Turn, reason string) {
-	a.PutStr("dsh.turn.end_reason", reason)
+	a.PutStr(semconv.DshTurnEndReason, reason)
 	if t.Reason.Cause != "" {
-		a.PutStr("dsh.turn.abort_cause", t.Reason.Cause)
+		a.PutStr(semconv.DshTurnAbortCause, t.Reason.Cause)
 	}
 	if t.Reason.HookReason != "" {
-		a.PutStr("dsh.turn.abort_hook_reason", t.Reason.HookReason)
+		a.PutStr(semconv.DshTurnAbortHookReason, t.Reason.HookReason)
 	}
 	if t.Reason.Failure != nil && t.Reason.Failure.Code != "" {
-		a.PutStr("error.type", t.Reason.Failure.Code)
+		a.PutStr(semconv.ErrorType, t.Reason.Failure.Code)
 	}
 	if t.DanglingCause != "" {
-		a.PutStr("dsh.dangling.cause", t.DanglingCause)
+		a.PutStr(semconv.DshDanglingCause, t.DanglingCause)
 	}
 }
 
@@ -171,15 +172,15 @@ func appendSteps(spans ptrace.SpanSlice, t *turnengine.Turn, trace pcommon.Trace
 		ssp.SetEndTimestamp(ts(st.EndTime))
 		sa := ssp.Attributes()
 		sa.EnsureCapacity(6)
-		sa.PutStr("gen_ai.conversation.id", t.SessionID)
-		sa.PutInt("dsh.turn", t.Number)
-		sa.PutInt("dsh.step", st.Number)
-		sa.PutInt("dsh.event.seq", st.StartSeq)
+		sa.PutStr(semconv.GenAIConversationID, t.SessionID)
+		sa.PutInt(semconv.DshTurn, t.Number)
+		sa.PutInt(semconv.DshStep, st.Number)
+		sa.PutInt(semconv.DshEventSeq, st.StartSeq)
 		if st.Open {
-			sa.PutBool("dsh.step.open", true)
+			sa.PutBool(semconv.DshStepOpen, true)
 		}
 		if st.Clamped {
-			sa.PutBool("dsh.time.clamped", true)
+			sa.PutBool(semconv.DshTimeClamped, true)
 		}
 		appendEvents(ssp, st.Events, "")
 
@@ -204,31 +205,31 @@ func appendSteps(spans ptrace.SpanSlice, t *turnengine.Turn, trace pcommon.Trace
 func putTurnUsage(a pcommon.Map, t *turnengine.Turn) {
 	u := t.Usage
 	if u.Reported {
-		a.PutInt("dsh.turn.usage.input_tokens", u.Input+u.CacheRead+u.CacheWrite)
-		a.PutInt("dsh.turn.usage.output_tokens", u.Output)
-		a.PutInt("dsh.turn.usage.cache_read.input_tokens", u.CacheRead)
-		a.PutInt("dsh.turn.usage.cache_write.input_tokens", u.CacheWrite)
+		a.PutInt(semconv.DshTurnUsageInputTokens, u.Input+u.CacheRead+u.CacheWrite)
+		a.PutInt(semconv.DshTurnUsageOutputTokens, u.Output)
+		a.PutInt(semconv.DshTurnUsageCacheReadInputTokens, u.CacheRead)
+		a.PutInt(semconv.DshTurnUsageCacheWriteInputTokens, u.CacheWrite)
 		if u.Reasoning > 0 {
-			a.PutInt("dsh.turn.usage.reasoning.output_tokens", u.Reasoning)
+			a.PutInt(semconv.DshTurnUsageReasoningOutputTokens, u.Reasoning)
 		}
 	}
 	if t.PricedCalls > 0 {
-		a.PutDouble("dsh.turn.cost", t.Cost.Total())
+		a.PutDouble(semconv.DshTurnCost, t.Cost.Total())
 	}
 	if t.UnpricedCalls > 0 {
-		a.PutInt("dsh.turn.cost.unpriced_calls", int64(t.UnpricedCalls))
+		a.PutInt(semconv.DshTurnCostUnpricedCalls, int64(t.UnpricedCalls))
 	}
 }
 
 // putCallUsage puts a model call's usage as the conventions name it:
 // input tokens include the cached ones, which are also given apart.
 func putCallUsage(a pcommon.Map, u *sessionlog.Usage) {
-	a.PutInt("gen_ai.usage.input_tokens", u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens)
-	a.PutInt("gen_ai.usage.output_tokens", u.OutputTokens)
-	a.PutInt("gen_ai.usage.cache_read.input_tokens", u.CacheReadTokens)
-	a.PutInt("gen_ai.usage.cache_write.input_tokens", u.CacheWriteTokens)
+	a.PutInt(semconv.GenAIUsageInputTokens, u.InputTokens+u.CacheReadTokens+u.CacheWriteTokens)
+	a.PutInt(semconv.GenAIUsageOutputTokens, u.OutputTokens)
+	a.PutInt(semconv.GenAIUsageCacheReadInputTokens, u.CacheReadTokens)
+	a.PutInt(semconv.GenAIUsageCacheWriteInputTokens, u.CacheWriteTokens)
 	if u.ReasoningTokens > 0 {
-		a.PutInt("gen_ai.usage.reasoning.output_tokens", u.ReasoningTokens)
+		a.PutInt(semconv.GenAIUsageReasoningOutputTokens, u.ReasoningTokens)
 	}
 }
 
@@ -258,22 +259,22 @@ func appendChat(spans ptrace.SpanSlice, t *turnengine.Turn, st *turnengine.Step,
 // putChatIdentity puts what the model call is: the operation, the
 // conversation, the provider and model, and where it stands in the turn.
 func putChatIdentity(a pcommon.Map, t *turnengine.Turn, st *turnengine.Step, at *turnengine.Attempt) {
-	a.PutStr("gen_ai.operation.name", "chat")
-	a.PutStr("gen_ai.conversation.id", t.SessionID)
+	a.PutStr(semconv.GenAIOperationName, "chat")
+	a.PutStr(semconv.GenAIConversationID, t.SessionID)
 	if at.Provider != "" {
 		name := ProviderName(at.Provider)
-		a.PutStr("gen_ai.provider.name", name)
+		a.PutStr(semconv.GenAIProviderName, name)
 		if name != at.Provider {
-			a.PutStr("dsh.provider", at.Provider) // dsh's own id of the route
+			a.PutStr(semconv.DshProvider, at.Provider) // dsh's own id of the route
 		}
 	}
 	if at.Model != "" {
-		a.PutStr("gen_ai.request.model", at.Model)
-		a.PutStr("gen_ai.response.model", at.Model)
+		a.PutStr(semconv.GenAIRequestModel, at.Model)
+		a.PutStr(semconv.GenAIResponseModel, at.Model)
 	}
-	a.PutInt("dsh.turn", t.Number)
-	a.PutInt("dsh.step", st.Number)
-	a.PutInt("dsh.attempt", int64(at.Index))
+	a.PutInt(semconv.DshTurn, t.Number)
+	a.PutInt(semconv.DshStep, st.Number)
+	a.PutInt(semconv.DshAttempt, int64(at.Index))
 }
 
 // putChatResponse puts what the model call answered and cost: usage,
@@ -283,18 +284,18 @@ func putChatResponse(a pcommon.Map, at *turnengine.Attempt) {
 		putCallUsage(a, at.Usage)
 	}
 	if at.Priced {
-		a.PutDouble("dsh.usage.cost", at.Cost.Total())
+		a.PutDouble(semconv.DshUsageCost, at.Cost.Total())
 	}
 	if finish := finishReason(at); finish != "" {
-		a.PutEmptySlice("gen_ai.response.finish_reasons").AppendEmpty().SetStr(finish)
+		a.PutEmptySlice(semconv.GenAIResponseFinishReasons).AppendEmpty().SetStr(finish)
 	}
 	if at.FinishKind != "" {
-		a.PutStr("dsh.finish_kind", at.FinishKind)
+		a.PutStr(semconv.DshFinishKind, at.FinishKind)
 	}
 	if at.Committed {
-		a.PutInt("dsh.event.seq", at.MessageSeq)
+		a.PutInt(semconv.DshEventSeq, at.MessageSeq)
 		if len(at.Sources) > 0 {
-			s := a.PutEmptySlice("dsh.source_event_seqs")
+			s := a.PutEmptySlice(semconv.DshSourceEventSeqs)
 			s.EnsureCapacity(len(at.Sources))
 			for _, n := range at.Sources {
 				s.AppendEmpty().SetInt(n)
@@ -302,13 +303,13 @@ func putChatResponse(a pcommon.Map, at *turnengine.Attempt) {
 		}
 	}
 	if at.Interrupted {
-		a.PutBool("dsh.interrupted", true)
+		a.PutBool(semconv.DshInterrupted, true)
 	}
 	if at.HasFirstChunk {
-		a.PutDouble("gen_ai.response.time_to_first_chunk", seconds(at.FirstChunkTime-at.StartTime))
+		a.PutDouble(semconv.GenAIResponseTimeToFirstChunk, seconds(at.FirstChunkTime-at.StartTime))
 	}
 	if at.Clamped {
-		a.PutBool("dsh.time.clamped", true)
+		a.PutBool(semconv.DshTimeClamped, true)
 	}
 }
 
@@ -320,13 +321,13 @@ func putChatContent(a pcommon.Map, st *turnengine.Step, at *turnengine.Attempt) 
 		sys = first.SystemInstructions // a retry saw what the step's first attempt saw
 	}
 	if sys != "" {
-		a.PutStr("gen_ai.system_instructions", sys)
+		a.PutStr(semconv.GenAISystemInstructions, sys)
 	}
 	if at.InputMessages != "" {
-		a.PutStr("gen_ai.input.messages", at.InputMessages)
+		a.PutStr(semconv.GenAIInputMessages, at.InputMessages)
 	}
 	if at.OutputMessages != "" {
-		a.PutStr("gen_ai.output.messages", at.OutputMessages)
+		a.PutStr(semconv.GenAIOutputMessages, at.OutputMessages)
 	}
 }
 
@@ -342,7 +343,7 @@ func setChatFailed(sp ptrace.Span, a pcommon.Map, at *turnengine.Attempt) {
 			msg = at.Failure.Message
 		}
 	}
-	a.PutStr("error.type", code)
+	a.PutStr(semconv.ErrorType, code)
 	sp.Status().SetCode(ptrace.StatusCodeError)
 	sp.Status().SetMessage(msg)
 }
@@ -366,7 +367,7 @@ func appendTool(spans ptrace.SpanSlice, t *turnengine.Turn, st *turnengine.Step,
 	putToolAttrs(a, t, st, tc, parentCall)
 	if tc.Outcome == "error" {
 		code := toolErrorType(tc)
-		a.PutStr("error.type", code)
+		a.PutStr(semconv.ErrorType, code)
 		sp.Status().SetCode(ptrace.StatusCodeError)
 		sp.Status().SetMessage(fmt.Sprintf("tool %s failed (%s)", name, code))
 	}
@@ -374,7 +375,7 @@ func appendTool(spans ptrace.SpanSlice, t *turnengine.Turn, st *turnengine.Step,
 		l := sp.Links().AppendEmpty()
 		l.SetTraceID(trace)
 		l.SetSpanID(chat)
-		l.Attributes().PutStr("dsh.link", "advertised_by")
+		l.Attributes().PutStr(semconv.DshLink, "advertised_by")
 	}
 	if tc.SubCallID == "" {
 		appendEvents(sp, st.Events, tc.CallID)
@@ -388,30 +389,30 @@ func appendTool(spans ptrace.SpanSlice, t *turnengine.Turn, st *turnengine.Step,
 // nested dispatch's own and its parent call's —, where it stands in the
 // turn), its outcome and its captured content.
 func putToolAttrs(a pcommon.Map, t *turnengine.Turn, st *turnengine.Step, tc *turnengine.ToolCall, parentCall string) {
-	a.PutStr("gen_ai.operation.name", "execute_tool")
-	a.PutStr("gen_ai.conversation.id", t.SessionID)
+	a.PutStr(semconv.GenAIOperationName, "execute_tool")
+	a.PutStr(semconv.GenAIConversationID, t.SessionID)
 	if tc.Name != "" {
-		a.PutStr("gen_ai.tool.name", tc.Name)
+		a.PutStr(semconv.GenAIToolName, tc.Name)
 	}
-	a.PutStr("gen_ai.tool.type", "function")
+	a.PutStr(semconv.GenAIToolType, "function")
 	if tc.SubCallID != "" {
-		a.PutStr("gen_ai.tool.call.id", tc.SubCallID)
-		a.PutStr("dsh.tool.parent_call_id", parentCall)
+		a.PutStr(semconv.GenAIToolCallID, tc.SubCallID)
+		a.PutStr(semconv.DshToolParentCallID, parentCall)
 	} else {
-		a.PutStr("gen_ai.tool.call.id", tc.CallID)
+		a.PutStr(semconv.GenAIToolCallID, tc.CallID)
 	}
-	a.PutInt("dsh.turn", t.Number)
-	a.PutInt("dsh.step", st.Number)
-	a.PutInt("dsh.event.seq", tc.StartSeq)
-	a.PutStr("dsh.tool.outcome", tc.Outcome)
+	a.PutInt(semconv.DshTurn, t.Number)
+	a.PutInt(semconv.DshStep, st.Number)
+	a.PutInt(semconv.DshEventSeq, tc.StartSeq)
+	a.PutStr(semconv.DshToolOutcome, tc.Outcome)
 	if tc.Clamped {
-		a.PutBool("dsh.time.clamped", true)
+		a.PutBool(semconv.DshTimeClamped, true)
 	}
 	if tc.Arguments != "" {
-		a.PutStr("gen_ai.tool.call.arguments", tc.Arguments)
+		a.PutStr(semconv.GenAIToolCallArguments, tc.Arguments)
 	}
 	if tc.Result != "" {
-		a.PutStr("gen_ai.tool.call.result", tc.Result)
+		a.PutStr(semconv.GenAIToolCallResult, tc.Result)
 	}
 }
 
@@ -425,7 +426,7 @@ func appendEvents(sp ptrace.Span, events []turnengine.SpanEvent, callID string) 
 		se := sp.Events().AppendEmpty()
 		se.SetName(e.Name)
 		se.SetTimestamp(ts(e.Time))
-		se.Attributes().PutInt("dsh.event.seq", e.Seq)
+		se.Attributes().PutInt(semconv.DshEventSeq, e.Seq)
 		putAttrs(se.Attributes(), e.Attrs)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
+	"github.com/dshtrace/dshtrace/internal/semconv"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 	"github.com/dshtrace/dshtrace/processor/turnstate/internal/metadata"
 	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
@@ -112,7 +113,7 @@ func TestDuplicatesPassUnstamped(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		lr := recordAt(again, i)
 		assert.True(t, lr.TraceID().IsEmpty() && lr.SpanID().IsEmpty(), "redelivered record %d stamped", i)
-		_, has := lr.Attributes().Get(logrecord.AttrTurn)
+		_, has := lr.Attributes().Get(semconv.DshTurn)
 		assert.False(t, has)
 		assert.Equal(t, protoOf(t, recordAt(first, i)), protoOf(t, lr))
 	}
@@ -124,7 +125,7 @@ func TestDuplicatesPassUnstamped(t *testing.T) {
 	out := h.feed(next)
 	assert.Equal(t, pcommon.SpanID(turnmodel.ToolSpanID("s1", 1, 1, "c1", "")), recordAt(out, 0).SpanID())
 	assert.Equal(t, pcommon.TraceID(turnmodel.TraceIDOf("s1", 1)), recordAt(out, 0).TraceID())
-	v, _ := recordAt(out, 0).Attributes().Get(logrecord.AttrToolCallID)
+	v, _ := recordAt(out, 0).Attributes().Get(semconv.GenAIToolCallID)
 	assert.Equal(t, "c1", v.Str())
 	assert.True(t, recordAt(out, 1).SpanID().IsEmpty(), "the repeat inside the batch is not stamped")
 	assert.Equal(t, int64(3), h.counter(metadata.MetricRecordsDuplicate))

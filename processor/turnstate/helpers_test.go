@@ -28,8 +28,10 @@ import (
 
 	connturnstate "github.com/dshtrace/dshtrace/connector/turnstate"
 	"github.com/dshtrace/dshtrace/internal/logrecord"
+	"github.com/dshtrace/dshtrace/internal/semconv"
 	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
 	"github.com/dshtrace/dshtrace/processor/turnstate/internal/metadata"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 var epoch = time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
@@ -232,7 +234,7 @@ func receiverRecords(t testing.TB, path string) plog.Logs {
 	forEachRecord(ld, func(_ pcommon.Resource, lr plog.LogRecord) {
 		lr.SetTraceID(pcommon.TraceID{})
 		lr.SetSpanID(pcommon.SpanID{})
-		for _, k := range []string{logrecord.AttrTurn, logrecord.AttrStep, logrecord.AttrToolCallID} {
+		for _, k := range []string{semconv.DshTurn, semconv.DshStep, semconv.GenAIToolCallID} {
 			lr.Attributes().Remove(k)
 		}
 	})
@@ -336,7 +338,7 @@ func inheritedRecords(t testing.TB, path string) (plog.Logs, bool) {
 	}
 	ld := plog.NewLogs()
 	lrs := logrecord.NewResourceLogs(ld, "github.com/dshtrace/dshtrace/receiver/sessionevent", parent, nil)
-	tr := logrecord.NewTracker(0)
+	tr := logrecord.NewTracker(turnmodel.DefaultBounds())
 	for _, r := range rows {
 		if n := len(r.Events); n > 0 && r.Events[n-1].Seq < seed {
 			tr.Append(lrs, parent, r.Row, r.Format, epoch)
@@ -376,7 +378,7 @@ func checkStamps(t *testing.T, out []plog.Logs, spans map[spanKey]ptrace.Span) i
 				return
 			}
 			seen[key] = true
-			for _, k := range []string{logrecord.AttrTurn, logrecord.AttrStep, logrecord.AttrToolCallID, AttrParentCallID} {
+			for _, k := range []string{semconv.DshTurn, semconv.DshStep, semconv.GenAIToolCallID, semconv.DshToolParentCallID} {
 				want, wok := sp.Attributes().Get(k)
 				got, gok := lr.Attributes().Get(k)
 				switch {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,58 +15,32 @@ import (
 	"go.opentelemetry.io/otel/metric"
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
-	"github.com/dshtrace/dshtrace/internal/sessiontable"
+	"github.com/dshtrace/dshtrace/internal/placement"
 	"github.com/dshtrace/dshtrace/processor/turnstate/internal/metadata"
 	"github.com/dshtrace/dshtrace/sessionlog"
 	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
-// AttrParentCallID names, on a nested dispatch's record, the tool call the
-// dispatch runs under (its span's dsh.tool.parent_call_id).
-const AttrParentCallID = "dsh.tool.parent_call_id"
-
-// stamper is the processor's state: per session, the turn model's cursor
-// and the last seq applied, bounded as the connector's engine bounds its
-// sessions (max_sessions, least recently active first out; max_open_turns;
-// dangling_timeout), so both close the same turns and place the same
-// events in the same spans.
+// stamper is the processor's state: the placement of the sessions' events
+// (internal/placement), bounded as the connector's engine bounds its
+// sessions (max_sessions, max_open_turns, dangling_timeout), so both close
+// the same turns and place the same events in the same spans.
 type stamper struct {
-	cfg   *Config
 	tel   *metadata.Telemetry
 	clock func() time.Time
 
 	mu     sync.Mutex // guards everything below; a batch is placed under it
 	reader *logrecord.Reader
-	// sessions are the sessions tracked, in order of last arrival.
-	sessions *sessiontable.Table[*session]
-	// open orders the sessions with an open turn by when it opened.
-	open    sessiontable.List[*session]
-	tracked atomic.Int64 // sessions.Len(), for the gauge without the lock
-}
-
-// session is what the processor keeps of one session.
-type session struct {
-	id  string
-	cur *turnmodel.Cursor
-	// last is the last seq applied (valid when applied).
-	last        int64
-	applied     bool
-	lastArrival time.Time
-	// openElem is the session's entry in the open-turn order while one of
-	// its own turns (not an inherited one) is open; openTurn is that turn.
-	openElem *sessiontable.Elem[*session]
-	openTurn int64
-	// forkHeader is the header the cursor's fork cut was taken from.
-	forkHeader *sessionlog.Header
-	cache      idCache
+	table  *placement.Table
+	// tracked is table.Len(), for the gauge without the lock.
+	tracked atomic.Int64
 }
 
 func newStamper(cfg *Config, set component.TelemetrySettings, clock func() time.Time) (*stamper, error) {
 	p := &stamper{
-		cfg:      cfg,
-		clock:    clock,
-		reader:   logrecord.NewReader(cfg.MaxSessions),
-		sessions: sessiontable.New[*session](cfg.MaxSessions),
+		clock:  clock,
+		reader: logrecord.NewReader(cfg.MaxSessions),
+		table:  placement.New(cfg.bounds()),
 	}
 	p.reader.SetShallow(true) // the stamper only places events
 	tel, err := metadata.NewTelemetry(set, p.sessionsTracked)
@@ -87,7 +60,7 @@ func (p *stamper) shutdown(context.Context) error { return p.tel.Shutdown() }
 // slot is one session-event record of a batch and where its events went.
 type slot struct {
 	lr      plog.LogRecord
-	session *session
+	session *placement.Session
 	applied bool
 	place   turnmodel.Place
 }
@@ -123,7 +96,7 @@ func (p *stamper) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, err
 	for i := range slots {
 		p.stamp(&slots[i], &n)
 	}
-	p.tracked.Store(int64(p.sessions.Len()))
+	p.tracked.Store(int64(p.table.Len()))
 	p.mu.Unlock()
 
 	record(ctx, p.tel, n)
@@ -181,9 +154,13 @@ func (p *stamper) read(ld plog.Logs, n *counts) ([]slot, []*group) {
 
 // place moves a session's cursor over the batch's events of that session,
 // in seq order, and notes in each record's slot where its last applied
-// event went.
+// event went. An event whose seq is not after the last one placed is a
+// duplicate (a redelivery, or behind a later event already placed).
 func (p *stamper) place(g *group, slots []slot, now time.Time, n *counts) {
-	s := p.session(g.id, now, n)
+	s, evicted := p.table.Session(g.id, now)
+	if evicted {
+		n.evicted++
+	}
 	bySeq := func(a, b item) int { return cmp.Compare(a.event.Seq, b.event.Seq) }
 	if !slices.IsSortedFunc(g.items, bySeq) { // the common case: a source in order
 		slices.SortStableFunc(g.items, bySeq)
@@ -191,137 +168,30 @@ func (p *stamper) place(g *group, slots []slot, now time.Time, n *counts) {
 	for _, it := range g.items {
 		sl := &slots[it.slot]
 		sl.session = s
-		if h := it.header; h != nil && h.HasSeedLength && h != s.forkHeader {
-			s.cur.SetFork(h.ParentSession, h.SeedLength)
-			s.forkHeader = h
+		if h := it.header; h != nil && h.HasSeedLength {
+			s.SetFork(h.ParentSession, h.SeedLength)
 		}
 		ev := it.event
-		if s.applied && ev.Seq <= s.last {
-			continue // redelivered, or behind a later event already applied
+		if last, ok := s.LastSeq(); ok && ev.Seq <= last {
+			continue
 		}
-		m := ev.TurnModel(it.format)
-		pl := s.cur.Advance(&m)
-		s.last, s.applied = ev.Seq, true
-		p.followTurn(s, ev.Type, pl)
-		sl.applied, sl.place = true, pl
+		sl.applied, sl.place = true, p.table.Advance(s, ev, it.format)
 	}
 }
 
-// session returns the session's state at arrival time now, creating it
-// (and forgetting the least recently active session at max_sessions) or
-// closing its open turn when it was silent for dangling_timeout, as the
-// connector's engine does.
-func (p *stamper) session(id string, now time.Time, n *counts) *session {
-	s, ok := p.sessions.Get(id)
-	if !ok {
-		if p.sessions.Full() {
-			p.evict()
-			n.evicted++
-		}
-		s = &session{id: strings.Clone(id)}
-		s.cur = turnmodel.NewCursor(s.id)
-		p.sessions.Add(s.id, s)
-	} else if now.Sub(s.lastArrival) >= p.cfg.DanglingTimeout {
-		p.closeTurn(s)
-	}
-	s.lastArrival = now
-	return s
-}
-
-func (p *stamper) evict() {
-	id, s, ok := p.sessions.Oldest()
-	if !ok {
-		return
-	}
-	p.closeTurn(s)
-	p.sessions.Remove(id)
-}
-
-// closeTurn closes the session's own open turn from outside (timeout,
-// eviction): its later events are late, as in the connector.
-func (p *stamper) closeTurn(s *session) {
-	if s.openElem == nil {
-		return
-	}
-	p.open.Remove(s.openElem)
-	s.openElem, s.openTurn = nil, 0
-	s.cur.CloseTurn()
-}
-
-// followTurn keeps the open-turn order in step with the cursor after an
-// event was placed: a turn the cursor closed leaves it, a turn of the
-// session's own that opened joins it, the oldest open turn closed first at
-// max_open_turns. Inherited turns are not the session's spans and are not
-// counted, as in the connector.
-func (p *stamper) followTurn(s *session, typ string, pl turnmodel.Place) {
-	if s.openElem != nil && s.cur.OpenTurn() != s.openTurn {
-		p.open.Remove(s.openElem)
-		s.openElem, s.openTurn = nil, 0
-	}
-	if typ != "turn/start" || pl.Kind != turnmodel.KindTurn || pl.Inherited {
-		return
-	}
-	for p.open.Len() >= p.cfg.MaxOpenTurns {
-		p.closeTurn(p.open.Front().Value)
-	}
-	s.openElem, s.openTurn = p.open.PushBack(s), pl.Turn
-}
-
-// stamp puts a placed record's ids and attributes on it.
+// stamp puts a placed record's ids and placement attributes on it.
 func (p *stamper) stamp(sl *slot, n *counts) {
-	if !sl.applied {
+	switch {
+	case !sl.applied:
 		n.duplicate++
-		return
-	}
-	pl := sl.place
-	if !pl.Spanned() {
-		// No span: between turns, a fork's inherited event whose parent is
-		// unknown, or the fork's own end of a turn its prefix opened.
+	case sl.session.Stamp(sl.lr, sl.place):
+		n.stamped++
+	default:
+		// No span: between turns, a late or stray event, a fork's
+		// inherited event whose parent is unknown, or the fork's own end
+		// of a turn its prefix opened.
 		n.unplaced++
-		return
 	}
-	trace, span := sl.session.cache.ids(pl)
-	lr := sl.lr
-	lr.SetTraceID(trace)
-	lr.SetSpanID(span)
-	a := lr.Attributes()
-	a.PutInt(logrecord.AttrTurn, pl.Turn)
-	if pl.Kind != turnmodel.KindTurn {
-		a.PutInt(logrecord.AttrStep, pl.Step)
-	}
-	if pl.Kind == turnmodel.KindTool {
-		// The span's own call id: a nested dispatch's is its sub-call id.
-		if pl.SubCallID != "" {
-			a.PutStr(logrecord.AttrToolCallID, pl.SubCallID)
-			a.PutStr(AttrParentCallID, pl.CallID)
-		} else {
-			a.PutStr(logrecord.AttrToolCallID, pl.CallID)
-		}
-	}
-	n.stamped++
-}
-
-// idCache holds the ids last computed for a session: consecutive records
-// mostly share their turn's trace and often their span, and each id is a
-// SHA-256.
-type idCache struct {
-	valid bool
-	key   turnmodel.Place
-	trace pcommon.TraceID
-	span  pcommon.SpanID
-}
-
-func (c *idCache) ids(pl turnmodel.Place) (pcommon.TraceID, pcommon.SpanID) {
-	key := turnmodel.Place{Kind: pl.Kind, Session: pl.Session, Turn: pl.Turn, Step: pl.Step,
-		Attempt: pl.Attempt, CallID: pl.CallID, SubCallID: pl.SubCallID}
-	if !c.valid || c.key != key {
-		tr, sp := pl.IDs()
-		c.trace, c.span = pcommon.TraceID(tr), pcommon.SpanID(sp)
-		// Kept past the batch: copies, not views into a record.
-		key.Session, key.CallID, key.SubCallID = strings.Clone(key.Session), strings.Clone(key.CallID), strings.Clone(key.SubCallID)
-		c.key, c.valid = key, true
-	}
-	return c.trace, c.span
 }
 
 // record adds a batch's outcomes to the self-telemetry.

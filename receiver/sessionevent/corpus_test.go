@@ -20,6 +20,7 @@ import (
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // corpusFile is one real dsh log with what the receiver must make of it.
@@ -85,7 +86,7 @@ func reference(t *testing.T, cf corpusFile, session string) plog.Logs {
 	}
 	ld := plog.NewLogs()
 	lrs := logrecord.NewResourceLogs(ld, "github.com/dshtrace/dshtrace/receiver/sessionevent", session, nil)
-	tr := logrecord.NewTracker(0)
+	tr := logrecord.NewTracker(turnmodel.DefaultBounds())
 	for _, row := range rows {
 		tr.Append(lrs, session, row, dec.Format(), time.Time{})
 	}

@@ -12,7 +12,14 @@ import (
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/filesource"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/httpsource"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
+
+// placementBounds are the bounds within which both transports place their
+// records (internal/placement): the turn_state connector's defaults, so at
+// those the records name the spans the connector emits. The receiver has
+// no keys of its own for them.
+var placementBounds = turnmodel.DefaultBounds()
 
 // sessionReceiver is the session_event receiver: a thin adapter that builds
 // the configured transports — the HTTP source (internal/httpsource) and the
@@ -20,7 +27,7 @@ import (
 // transport has its own next consumer handle, its own obsreport, its own
 // self-telemetry handle and its own storage client, and turns physical
 // session-log rows into the log records of docs/design.md §3 through
-// logrecord.Tracker; they share nothing else.
+// logrecord.Tracker within placementBounds; they share nothing else.
 type sessionReceiver struct {
 	http  *httpsource.Source // nil: not configured
 	files *filesource.Source // nil: not configured
@@ -40,14 +47,14 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*sessi
 		}
 		c := *hc
 		c.Storage = cfg.httpStorage()
-		r.http = httpsource.New(c, cfg.MaxLineBytes, set, next, obs, tel.ForTransport(metadata.TransportHTTP))
+		r.http = httpsource.New(c, cfg.MaxLineBytes, placementBounds, set, next, obs, tel.ForTransport(metadata.TransportHTTP))
 	}
 	if fc := cfg.Files.Get(); fc != nil {
 		obs, err := newObsReport(set, metadata.TransportFile)
 		if err != nil {
 			return nil, err
 		}
-		r.files = filesource.New(*fc, cfg.MaxLineBytes, set, next, obs, tel.ForTransport(metadata.TransportFile))
+		r.files = filesource.New(*fc, cfg.MaxLineBytes, placementBounds, set, next, obs, tel.ForTransport(metadata.TransportFile))
 	}
 	// The gauges observe the transports, so they come last.
 	if err := tel.ObserveGauges(metadata.Gauges{

@@ -191,12 +191,20 @@ func (c *Cursor) SetFork(parent string, seedLength int64) {
 	c.parent, c.seedLength = strings.Clone(parent), seedLength
 }
 
+// Fork is the fork cut SetFork set: the parent and how many events are
+// inherited from it (none: "" and 0).
+func (c *Cursor) Fork() (parent string, seedLength int64) { return c.parent, c.seedLength }
+
 // OpenTurn is the open turn (0: none); OpenStep the open step and whether
 // one is open.
 func (c *Cursor) OpenTurn() int64 { return c.turn }
 
 // OpenStep is the open step and whether one is open.
 func (c *Cursor) OpenStep() (int64, bool) { return c.step, c.stepOpen }
+
+// TurnInherited reports whether the open turn's turn/start was one of a
+// fork's inherited events: the turn is the parent's, not the session's.
+func (c *Cursor) TurnInherited() bool { return c.turn != 0 && c.turnInherited }
 
 // LastClosed is the number of the last turn closed (0: none).
 func (c *Cursor) LastClosed() int64 { return c.lastClosed }

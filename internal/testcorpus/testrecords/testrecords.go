@@ -11,6 +11,7 @@ import (
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // Receiver turns the log at path into records the way the receiver does
@@ -22,7 +23,7 @@ func Receiver(t testing.TB, path, fallback string, observed time.Time) (plog.Log
 	t.Helper()
 	ld := plog.NewLogs()
 	bySession := map[string]plog.LogRecordSlice{}
-	tr := logrecord.NewTracker(0)
+	tr := logrecord.NewTracker(turnmodel.DefaultBounds())
 	events := 0
 	for _, r := range testlog.Rows(t, path, fallback) {
 		lrs, ok := bySession[r.Session]

@@ -18,6 +18,7 @@ import (
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/filesource/checkpoint"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/filesource/glob"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // BenchmarkRead reads every session file of a corpus whole, one after the
@@ -45,7 +46,7 @@ func BenchmarkRead(b *testing.B) {
 	require.NoError(b, err)
 	tel, err := metadata.NewTelemetry(componenttest.NewNopTelemetrySettings())
 	require.NoError(b, err)
-	t := New(NewDefaultConfig(), 4<<20, set, consumertest.NewNop(), obs, tel.ForTransport(metadata.TransportFile))
+	t := New(NewDefaultConfig(), 4<<20, turnmodel.DefaultBounds(), set, consumertest.NewNop(), obs, tel.ForTransport(metadata.TransportFile))
 	t.checkpoints = checkpoint.NewStore(storage.NewNopClient(), false)
 	t.zd, err = zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
 	require.NoError(b, err)

@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // started is a running file source under test.
@@ -49,7 +50,7 @@ func startSource(t *testing.T, root string, maxLine int, sink *consumertest.Logs
 	require.NoError(t, err)
 	tel, err := metadata.NewTelemetry(componenttest.NewNopTelemetrySettings())
 	require.NoError(t, err)
-	s := &started{Source: New(cfg, maxLine, set, sink, obs, tel.ForTransport(metadata.TransportFile))}
+	s := &started{Source: New(cfg, maxLine, turnmodel.DefaultBounds(), set, sink, obs, tel.ForTransport(metadata.TransportFile))}
 	require.NoError(t, s.Start(context.Background(), componenttest.NewNopHost()))
 	t.Cleanup(func() { s.stop(t) })
 	return s

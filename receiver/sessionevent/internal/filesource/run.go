@@ -17,17 +17,19 @@ import (
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/filesource/checkpoint"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/filesource/glob"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // maxFrameOutput bounds a zstd frame's decompressed size.
 const maxFrameOutput = 1 << 30
 
 // New returns the file source of the receiver set describes: its section
-// of the configuration, the longest row accepted, the next consumer, and
-// the obsreport and counters of its transport.
-func New(cfg Config, maxLine int, set receiver.Settings, next consumer.Logs, obs *receiverhelper.ObsReport, tel *metadata.TransportTelemetry) *Source {
+// of the configuration, the longest row accepted, the bounds its records
+// are placed within, the next consumer, and the obsreport and counters of
+// its transport.
+func New(cfg Config, maxLine int, bounds turnmodel.Bounds, set receiver.Settings, next consumer.Logs, obs *receiverhelper.ObsReport, tel *metadata.TransportTelemetry) *Source {
 	t := &Source{
-		cfg: cfg, maxLine: maxLine, set: set, next: next, obs: obs, tel: tel, now: time.Now, logger: set.Logger,
+		cfg: cfg, maxLine: maxLine, bounds: bounds, set: set, next: next, obs: obs, tel: tel, now: time.Now, logger: set.Logger,
 		files: map[string]*tailedFile{},
 	}
 	t.refusing = episode.New(set.Logger,

@@ -18,14 +18,18 @@ import (
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/filesource/checkpoint"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 	"github.com/dshtrace/dshtrace/sessionlog"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // Source is the file transport: a poller tailing the session files the
 // include patterns match, each file read, delivered to next and
 // checkpointed on its own.
 type Source struct {
-	cfg         Config
-	maxLine     int
+	cfg     Config
+	maxLine int
+	// bounds are the placement's: each file's tracker follows the sessions
+	// its rows name within them.
+	bounds      turnmodel.Bounds
 	set         receiver.Settings
 	next        consumer.Logs
 	obs         *receiverhelper.ObsReport

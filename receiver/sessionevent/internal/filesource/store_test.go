@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // fullDisk is a storage extension whose writes fail while full is set, as
@@ -77,7 +78,7 @@ func TestCheckpointWriteFailurePausesTheFile(t *testing.T) {
 	defer func() { require.NoError(t, tel.Shutdown(context.Background())) }()
 	mt, err := metadata.NewTelemetry(tel.NewTelemetrySettings())
 	require.NoError(t, err)
-	s := New(cfg, 1<<20, set, sink, obs, mt.ForTransport(metadata.TransportFile))
+	s := New(cfg, 1<<20, turnmodel.DefaultBounds(), set, sink, obs, mt.ForTransport(metadata.TransportFile))
 	require.NoError(t, s.Start(context.Background(), host))
 	defer func() { require.NoError(t, s.Shutdown(context.Background())) }()
 	settle(t, sink, 3)

@@ -117,7 +117,7 @@ func (t *Source) resume(cp checkpoint.Checkpoint) *liveState {
 	dec.SetShallow(true)
 	return &liveState{
 		dec:         dec,
-		tracker:     logrecord.NewTracker(16),
+		tracker:     logrecord.NewTracker(t.bounds),
 		replayUntil: cp.Offset,
 		pending:     cp.Clone(),
 		scratch:     plog.NewLogRecordSlice(),

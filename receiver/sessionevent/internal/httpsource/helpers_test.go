@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // repoTestdata is the repository's shared testdata (dialects, hostile).
@@ -54,7 +55,7 @@ func startSource(t *testing.T, next consumer.Logs, adjust func(*Source)) *Source
 	require.NoError(t, err)
 	tel, err := metadata.NewTelemetry(componenttest.NewNopTelemetrySettings())
 	require.NoError(t, err)
-	s := New(cfg, 4<<20, set, next, obs, tel.ForTransport(metadata.TransportHTTP))
+	s := New(cfg, 4<<20, turnmodel.DefaultBounds(), set, next, obs, tel.ForTransport(metadata.TransportHTTP))
 	if adjust != nil {
 		adjust(s)
 	}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/dshtrace/dshtrace/internal/episode"
 	"github.com/dshtrace/dshtrace/internal/logrecord"
-	"github.com/dshtrace/dshtrace/internal/sessiontable"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/httpsource/dedup"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // Source is the HTTP transport: a confighttp server whose requests are
@@ -54,12 +54,15 @@ type Source struct {
 
 // New returns the HTTP source of the receiver set describes: its section
 // of the configuration (its storage resolved), the longest row accepted,
-// the next consumer, and the obsreport and counters of its transport.
-func New(cfg Config, maxLine int, set receiver.Settings, next consumer.Logs, obs *receiverhelper.ObsReport, tel *metadata.TransportTelemetry) *Source {
+// the bounds its records are placed within (their MaxSessions also bounds
+// the deduplication state), the next consumer, and the obsreport and
+// counters of its transport.
+func New(cfg Config, maxLine int, bounds turnmodel.Bounds, set receiver.Settings, next consumer.Logs, obs *receiverhelper.ObsReport, tel *metadata.TransportTelemetry) *Source {
+	bounds = bounds.WithDefaults()
 	return &Source{
 		cfg: cfg, maxLine: maxLine, set: set, next: next, obs: obs, tel: tel, now: time.Now,
-		dedup:   dedup.NewStore(sessiontable.DefaultMaxSessions, set.Logger),
-		tracker: logrecord.NewTracker(sessiontable.DefaultMaxSessions),
+		dedup:   dedup.NewStore(bounds.MaxSessions, set.Logger),
+		tracker: logrecord.NewTracker(bounds),
 		unsaved: map[*dedup.Session]struct{}{},
 		storing: episode.New(set.Logger,
 			"Cannot store the HTTP deduplication state: requests are answered 503 with Retry-After until it can be stored (an accepted row is a stored row)",

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/sessiontable"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // keyPrefix prefixes a session's key in the storage client.
@@ -49,9 +50,12 @@ type Store struct {
 }
 
 // NewStore returns an empty store of at most maxSessions sessions
-// (sessiontable.DefaultMaxSessions when not positive), in memory only
-// until Load attaches a storage client.
+// (turnmodel.DefaultMaxSessions when not positive), in memory only until
+// Load attaches a storage client.
 func NewStore(maxSessions int, logger *zap.Logger) *Store {
+	if maxSessions <= 0 {
+		maxSessions = turnmodel.DefaultMaxSessions
+	}
 	return &Store{
 		sessions: sessiontable.New[*Session](maxSessions),
 		client:   storage.NewNopClient(), complete: true, logger: logger,

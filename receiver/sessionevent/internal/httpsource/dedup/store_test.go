@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dshtrace/dshtrace/internal/logrecord"
-	"github.com/dshtrace/dshtrace/internal/sessiontable"
+	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
 )
 
 // lookupOnly is a storage client that cannot walk: the store looks each
@@ -54,7 +54,7 @@ func TestStoreBounded(t *testing.T) {
 }
 
 func TestStoreDefaultBound(t *testing.T) {
-	assert.Equal(t, sessiontable.DefaultMaxSessions, NewStore(0, zap.NewNop()).sessions.Max())
+	assert.Equal(t, turnmodel.DefaultMaxSessions, NewStore(0, zap.NewNop()).sessions.Max())
 }
 
 // TestStoreRestart: what was persisted is known again after a restart,
