@@ -70,7 +70,7 @@ corpus:
 	tools/corpus.sh .corpus/dsh-corpus
 
 # Every fuzz target of the module, each for FUZZTIME.
-FUZZ_PKGS ?= ./sessionlog ./internal/replay ./sessionlog/internal/jsontape ./receiver/sessionevent/internal/httpsource \
+FUZZ_PKGS ?= ./sessionlog ./cmd/dshtrace/internal/replay ./sessionlog/internal/jsontape ./receiver/sessionevent/internal/httpsource \
 	./exporter/sessionarchive/internal/archive ./sessionlog/sessionroot
 
 fuzz:
