@@ -46,6 +46,7 @@ fmt-check:
 vet:
 	@echo "== vet"
 	@$(GO) vet ./...
+	@cd cmd/otelcol-dsh && $(GO) vet ./internal/...
 
 # Code and READMEs cite only the repository's own docs/ (existing sections).
 .PHONY: check-citations citations
@@ -54,9 +55,12 @@ check-citations citations:
 	@tools/check-citations.sh --self-test
 	@tools/check-citations.sh
 
+# cmd/otelcol-dsh is a module of its own: its hand-written packages
+# (internal/) are tested from there.
 unit:
 	@echo "== unit ($(CORPUS_LINE))"
 	@$(GO) test -count=1 ./...
+	@cd cmd/otelcol-dsh && $(GO) test -count=1 ./internal/...
 
 # The collector components again under the race detector.
 race:
@@ -70,7 +74,7 @@ corpus:
 	tools/corpus.sh .corpus/dsh-corpus
 
 # Every fuzz target of the module, each for FUZZTIME.
-FUZZ_PKGS ?= ./sessionlog ./internal/replay ./sessionlog/internal/jsontape ./receiver/sessionevent/internal/httpsource \
+FUZZ_PKGS ?= ./sessionlog ./cmd/dshtrace/internal/replay ./sessionlog/internal/jsontape ./receiver/sessionevent/internal/httpsource \
 	./exporter/sessionarchive/internal/archive ./sessionlog/sessionroot
 
 fuzz:
@@ -130,8 +134,8 @@ tools:
 	$(TOOLS) >/dev/null
 
 # Regenerate cmd/otelcol-dsh/ from builder-config.yaml (ocb, from the
-# repository root; default_config.go there is hand-written and kept), gofmt'd
-# like the rest of the tree.
+# repository root; default_config.go and internal/ there are hand-written and
+# kept), gofmt'd like the rest of the tree.
 generate:
 	eval "$$($(TOOLS) ocb)" && $(GOBUILD_ENV) "$$OCB" --config builder-config.yaml --skip-compilation
 	gofmt -w cmd/otelcol-dsh/*.go

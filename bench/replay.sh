@@ -18,7 +18,7 @@
 #   wide        TURNS/10 turns whose model calls stream 200 deltas a block:
 #               a few long messages per turn instead of many short ones
 # Each is replayed with and without content (--no-content). A session of
-# more than 300 turns or 8 MiB of rows gets folded turns (internal/replay):
+# more than 300 turns or 8 MiB of rows gets folded turns (cmd/dshtrace/internal/replay):
 # the page holds each turn's body compressed, and its script unfolds a turn
 # when it is opened or linked to.
 #

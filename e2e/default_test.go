@@ -20,7 +20,7 @@ import (
 	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
-// The built-in configuration's fixed addresses (config/defaultconfig).
+// The built-in configuration's fixed addresses (cmd/otelcol-dsh/internal/defaultconfig).
 const (
 	defaultIngest  = "http://localhost:4320"
 	defaultMetrics = "http://localhost:8889/metrics"

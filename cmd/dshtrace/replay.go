@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/dshtrace/dshtrace/internal/replay"
+	"github.com/dshtrace/dshtrace/cmd/dshtrace/internal/replay"
 )
 
 // runReplay writes the replay page of one session file: one self-contained

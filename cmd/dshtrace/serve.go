@@ -19,7 +19,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dshtrace/dshtrace/internal/replay"
+	"github.com/dshtrace/dshtrace/cmd/dshtrace/internal/replay"
 	"github.com/dshtrace/dshtrace/sessionlog"
 	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/dshtrace/dshtrace/config/defaultconfig"
+	"github.com/dshtrace/dshtrace/cmd/otelcol-dsh/internal/defaultconfig"
 )
 
 // Without --config and without a subcommand, otelcol-dsh runs its built-in
-// configuration (config/defaultconfig): HTTP ingest on localhost:4320, the
+// configuration (internal/defaultconfig): HTTP ingest on localhost:4320, the
 // dsh session root tailed, a line per finished turn, metrics on
 // localhost:8889, its own metrics on localhost:8888. When it is to run the
 // collector, each of those addresses is tried first: a taken one is a single

@@ -6,7 +6,7 @@ package main
 import (
 	"os"
 
-	restartcheck "github.com/dshtrace/dshtrace/config/restartcheck"
+	restartcheck "github.com/dshtrace/dshtrace/confmap/converter/restartcheck"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap"
 	envprovider "go.opentelemetry.io/collector/confmap/provider/envprovider"

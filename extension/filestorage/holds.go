@@ -4,6 +4,15 @@ import (
 	"go.opentelemetry.io/collector/component"
 )
 
+// The types of the dshtrace components whose files holds describes. Each
+// component's metadata declares its type; they are repeated here because a
+// storage extension sits below the components that store in it and imports
+// none of them. TestComponentTypes checks that they are the components' own.
+const (
+	sessionEventType = "session_event"
+	turnStateType    = "turn_state"
+)
+
 // held is what a storage file holds and what its component loses when a
 // damaged copy is set aside.
 type held struct {
@@ -15,13 +24,13 @@ type held struct {
 // costs (docs/operating.md, "Damaged state").
 func holds(kind component.Kind, id component.ID, name string) held {
 	switch {
-	case kind == component.KindReceiver && id.Type().String() == "session_event" && name == "files":
+	case kind == component.KindReceiver && id.Type().String() == sessionEventType && name == "files":
 		return held{"the file tailer's checkpoints",
 			"the tailed files are read again from their start; rows read before are delivered again (turn_state drops them as duplicates; other exporters of the logs pipeline receive them twice)"}
-	case kind == component.KindReceiver && id.Type().String() == "session_event" && name == "http":
+	case kind == component.KindReceiver && id.Type().String() == sessionEventType && name == "http":
 		return held{"the HTTP source's deduplication state",
 			"rows posted again are accepted again and delivered twice (turn_state drops them as duplicates; other exporters receive them twice)"}
-	case kind == component.KindConnector && id.Type().String() == "turn_state":
+	case kind == component.KindConnector && id.Type().String() == turnStateType:
 		return held{"turn_state's journal of open turns",
 			"turns open at the last stop are lost: their later events count as orphans (events_dropped{reason=\"orphan\"}) and their turn/end as a late close"}
 	case kind == component.KindExporter:

@@ -16,6 +16,9 @@ import (
 
 	"go.opentelemetry.io/collector/confmap"
 	"go.uber.org/zap"
+
+	"github.com/dshtrace/dshtrace/connector/turnstate"
+	"github.com/dshtrace/dshtrace/receiver/sessionevent"
 )
 
 // NewFactory returns the converter's factory.
@@ -59,6 +62,13 @@ const (
 	RuleJournalNoQueue = "journal_without_queue"
 )
 
+// The types of dshtrace's components that the rules name, as their
+// factories declare them.
+var (
+	turnStateType    = turnstate.NewFactory().Type().String()
+	sessionEventType = sessionevent.NewFactory().Type().String()
+)
+
 // queued are the exporter types whose sending queue is on, in memory,
 // unless configured otherwise (the collector's exporterhelper).
 var queued = []string{"otlp", "otlp_grpc", "otlphttp", "otlp_http", "kafka", "zipkin", "prometheusremotewrite", "loadbalancing"}
@@ -94,7 +104,7 @@ func (c config) checkLogs(name string, p pipeline) []Finding {
 	}
 	var out []Finding
 	for _, x := range p.exporters {
-		if typeOf(x) != "turn_state" {
+		if typeOf(x) != turnStateType {
 			continue
 		}
 		if !c.journals(x) {
@@ -121,7 +131,7 @@ func (c config) checkLogs(name string, p pipeline) []Finding {
 func (c config) checkTraces(name string, p pipeline) []Finding {
 	var from []string
 	for _, r := range p.receivers {
-		if typeOf(r) == "turn_state" && c.journals(r) {
+		if typeOf(r) == turnStateType && c.journals(r) {
 			from = append(from, r)
 		}
 	}
@@ -190,7 +200,7 @@ func (c config) pipeline(name string) pipeline {
 func (c config) checkpoints(id string) bool {
 	r := c.section("receivers", id)
 	switch typeOf(id) {
-	case "session_event":
+	case sessionEventType:
 		for _, transport := range []string{"files", "http"} {
 			if t, ok := r[transport].(map[string]any); ok && str(t["storage"]) != "" {
 				return true

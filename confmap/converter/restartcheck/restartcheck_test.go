@@ -77,10 +77,10 @@ func TestRestartConfigurationHasNoFinding(t *testing.T) {
 
 // Every configuration the repository ships keeps the guarantee.
 func TestShippedConfigurations(t *testing.T) {
-	files, err := filepath.Glob("../../deploy/collector/*.yaml")
+	files, err := filepath.Glob("../../../deploy/collector/*.yaml")
 	require.NoError(t, err)
-	files = append(files, "../defaultconfig/default.yaml")
 	require.NotEmpty(t, files)
+	files = append(files, "../../../cmd/otelcol-dsh/internal/defaultconfig/default.yaml")
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		require.NoError(t, err)

@@ -35,7 +35,7 @@ func repoLogs(t *testing.T) []string {
 	t.Helper()
 	var out []string
 	for _, dir := range []string{"dialects", "seed", "hostile"} {
-		m, err := filepath.Glob(filepath.Join("..", "..", "testdata", dir, "*.jsonl"))
+		m, err := filepath.Glob(filepath.Join("..", "..", "..", "..", "testdata", dir, "*.jsonl"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -210,7 +210,7 @@ func TestPageOwnsItsStrings(t *testing.T) {
 // TestChildren: subagent sessions known from a root go to the call in
 // flight when each was created, one each, else to the header only.
 func TestChildren(t *testing.T) {
-	p := buildFile(t, filepath.Join("..", "..", "testdata", "dialects", "v4-tools.jsonl"), Options{})
+	p := buildFile(t, filepath.Join("..", "..", "..", "..", "testdata", "dialects", "v4-tools.jsonl"), Options{})
 	// call_1 runs 1788000000410–420, call_2 1788000000411–430.
 	at, all := children(p.Sessions[0], []Child{{"late", 1788000009999}, {"b", 1788000000416}, {"a", 1788000000415}})
 	want := []Link{{Session: "a", Call: "call-call_1"}, {Session: "b", Call: "call-call_2"}, {Session: "late"}}

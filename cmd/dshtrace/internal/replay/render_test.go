@@ -57,11 +57,11 @@ var policyAttr = regexp.MustCompile(`content="default-src [^"]*"`)
 // repository and the seed sample.
 func goldenLogs(t testing.TB) []string {
 	t.Helper()
-	logs, err := filepath.Glob(filepath.Join("..", "..", "testdata", "dialects", "*.jsonl"))
+	logs, err := filepath.Glob(filepath.Join("..", "..", "..", "..", "testdata", "dialects", "*.jsonl"))
 	if err != nil || len(logs) == 0 {
 		t.Fatalf("no dialect logs: %v", err)
 	}
-	return append(logs, filepath.Join("..", "..", "testdata", "seed", "sample.jsonl"))
+	return append(logs, filepath.Join("..", "..", "..", "..", "testdata", "seed", "sample.jsonl"))
 }
 
 // TestGoldenPages pins the page of each of the repository's dialects
@@ -231,7 +231,7 @@ func TestHostileLogsAreInert(t *testing.T) {
 			checkInert(t, path, render(t, path, Options{NoContent: noContent}))
 		}
 	}
-	page := render(t, filepath.Join("..", "..", "testdata", "hostile", "tolerated-markup.jsonl"), Options{})
+	page := render(t, filepath.Join("..", "..", "..", "..", "testdata", "hostile", "tolerated-markup.jsonl"), Options{})
 	for _, escaped := range []string{"&lt;script&gt;window.__pwned=1&lt;/script&gt;", "&lt;svg onload=", "{{.}}&lt;!--"} {
 		if !strings.Contains(page, escaped) {
 			t.Errorf("the markup log's page does not show %q as text", escaped)
@@ -260,7 +260,7 @@ func TestNoContent(t *testing.T) {
 		presence: []string{"DENIED", "aborted (hook)"},
 	}}
 	for _, tt := range tests {
-		page := render(t, filepath.Join("..", "..", "testdata", tt.log), Options{NoContent: true})
+		page := render(t, filepath.Join("..", "..", "..", "..", "testdata", tt.log), Options{NoContent: true})
 		d := checkInert(t, tt.log, page)
 		main := page[strings.Index(page, "<main>"):]
 		for _, c := range tt.content {
@@ -387,7 +387,7 @@ func TestCorpusPages(t *testing.T) {
 
 // TestUnreadable: a log no reader reads is an error, not a page.
 func TestUnreadable(t *testing.T) {
-	f, err := os.Open(filepath.Join("..", "..", "testdata", "hostile", "unsupported-version.jsonl"))
+	f, err := os.Open(filepath.Join("..", "..", "..", "..", "testdata", "hostile", "unsupported-version.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -453,7 +453,7 @@ func rangesText(rs []Range) string {
 // which rows, messages and calls it holds.
 func TestFoldedTurns(t *testing.T) {
 	for _, name := range []string{"v4-tools", "wrap-jsonrpc", "v0-packed"} {
-		path := filepath.Join("..", "..", "testdata", "dialects", name+".jsonl")
+		path := filepath.Join("..", "..", "..", "..", "testdata", "dialects", name+".jsonl")
 		p := buildFile(t, path, Options{})
 		var plain, folded bytes.Buffer
 		if err := Render(&plain, p, RenderOptions{Fold: FoldNever}); err != nil {
