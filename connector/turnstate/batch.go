@@ -112,6 +112,10 @@ func (in *decoder) decode(ctx context.Context, ld plog.Logs, d *decoded, keep ma
 	rb := &d.buf
 	rb.reset()
 	d.violations = d.violations[:0]
+	// The sessions of records that name no client are the batch's
+	// client's (an authenticated receiver's context; none when restoring:
+	// the journal's records name theirs).
+	in.reader.SetClient(logrecord.ClientFromContext(ctx))
 	var notSession, invalid int64
 	in.reader.ReadBatchIn(ld, &d.arena, func(res pcommon.Resource, lr plog.LogRecord, rec logrecord.Record, err error) {
 		if errors.Is(err, logrecord.ErrNotSession) {

@@ -552,7 +552,7 @@ func TestChangelogViewFollowsPartitions(t *testing.T) {
 // sessionID is the session id of a batch's first record, without the
 // suffix renamed gave it.
 func sessionID(t *testing.T, ld plog.Logs) string {
-	ids := journal.BatchSessions(ld)
+	ids := journal.BatchSessions(ld, "")
 	require.NotEmpty(t, ids)
 	id := ids[0]
 	if i := strings.LastIndex(id, "-part-"); i >= 0 {

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/dshtrace/dshtrace/internal/clientid"
 	"github.com/dshtrace/dshtrace/internal/placement"
 	"github.com/dshtrace/dshtrace/internal/semconv"
 	"github.com/dshtrace/dshtrace/sessionlog"
@@ -51,8 +52,9 @@ func NewTracker(b turnmodel.Bounds) *Tracker {
 	return &Tracker{table: placement.New(b)}
 }
 
-// NewResourceLogs appends a ResourceLogs for one session: its resource is
-// exactly session.id plus the static attributes, identical whichever way
+// NewResourceLogs appends a ResourceLogs for one session (its key,
+// clientid.Key): its resource is exactly session.id (and enduser.id) plus
+// the static attributes, identical whichever way
 // the rows came in, so partitioning by resource keeps a session together.
 // scope names the instrumentation scope: the component that reads the rows.
 func NewResourceLogs(ld plog.Logs, scope, session string, static map[string]string) plog.LogRecordSlice {
@@ -60,10 +62,20 @@ func NewResourceLogs(ld plog.Logs, scope, session string, static map[string]stri
 	for k, v := range static {
 		rl.Resource().Attributes().PutStr(k, v)
 	}
-	rl.Resource().Attributes().PutStr(AttrSessionID, session)
+	PutSession(rl.Resource().Attributes(), session)
 	sl := rl.ScopeLogs().AppendEmpty()
 	sl.Scope().SetName(scope)
 	return sl.LogRecords()
+}
+
+// PutSession puts a session's attributes for its key (clientid.Key):
+// session.id, and enduser.id when a client wrote it.
+func PutSession(a pcommon.Map, key string) {
+	client, id := clientid.Split(key)
+	a.PutStr(AttrSessionID, id)
+	if client != "" {
+		a.PutStr(semconv.EnduserID, client)
+	}
 }
 
 // Append adds the record of one physical row to lrs: a header record, or
@@ -94,13 +106,13 @@ func (t *Tracker) appendHeader(lrs plog.LogRecordSlice, session string, row *ses
 	lr.SetSeverityNumber(plog.SeverityNumberInfo)
 	lr.SetSeverityText("INFO")
 	a := lr.Attributes()
-	a.PutStr(AttrSessionID, session)
+	PutSession(a, session)
 	if row.Header.HasVersion || f.FromHeader {
 		a.PutInt(AttrFormatVersion, int64(row.Header.Version))
 	}
 	if row.Header.HasSeedLength {
 		s, _ := t.table.Session(session, observed)
-		s.SetFork(row.Header.ParentSession, row.Header.SeedLength)
+		s.SetFork(clientid.Sibling(session, row.Header.ParentSession), row.Header.SeedLength)
 	}
 }
 
@@ -120,8 +132,8 @@ func (t *Tracker) appendEvent(lrs plog.LogRecordSlice, session string, row *sess
 	lr.SetObservedTimestamp(pcommon.NewTimestampFromTime(observed))
 	lr.Body().SetStr(rowString(row))
 	a := lr.Attributes()
-	a.EnsureCapacity(eventAttrCount(row, f) + placement.AttrCount(pl)) // one allocation, no regrowth
-	a.PutStr(AttrSessionID, session)
+	a.EnsureCapacity(eventAttrCount(row, f) + placement.AttrCount(pl) + 1) // one allocation, no regrowth
+	PutSession(a, session)
 	a.PutStr(AttrEventType, first.Type)
 	a.PutInt(AttrEventSeq, first.Seq)
 	if row.Kind == sessionlog.RowPacked {

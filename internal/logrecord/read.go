@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/dshtrace/dshtrace/internal/clientid"
 	"github.com/dshtrace/dshtrace/internal/semconv"
 	"github.com/dshtrace/dshtrace/internal/sessiontable"
 	"github.com/dshtrace/dshtrace/sessionlog"
@@ -36,6 +37,8 @@ var ErrNotSession = errors.New("not a dsh session record")
 
 // Record is a log record read back as session events.
 type Record struct {
+	// SessionID is the session's key (clientid.Key): its id, and the
+	// client that wrote it when one is named.
 	SessionID string
 	Origin    Origin
 	Row       *sessionlog.Row
@@ -57,11 +60,19 @@ type Reader struct {
 	cur   *sessionlog.Arena
 
 	shallow bool
+	// client is the client the batch being read came from (SetClient):
+	// the sessions of its records that name none are that client's.
+	client string
 
 	// last is the state found last: the records of a batch come session
 	// by session, so most lookups need no hashing.
 	last *readState
 }
+
+// SetClient names the client the next batches come from, "" for none
+// (clientid.FromContext of the batch's context): a record's own
+// enduser.id comes first.
+func (r *Reader) SetClient(client string) { r.client = client }
 
 // SetShallow makes the reader decode the rows of the sessions it meets
 // from then on shallowly (sessionlog.RowDecoder.SetShallow): enough to
@@ -145,13 +156,7 @@ func intAttr(m pcommon.Map, key string) (int64, bool) {
 // reader does not support.
 func (r *Reader) Read(res pcommon.Resource, lr plog.LogRecord) (Record, error) {
 	attrs := lr.Attributes()
-	session := strAttr(attrs, AttrSessionID)
-	if session == "" {
-		session = strAttr(res.Attributes(), AttrSessionID)
-	}
-	if session == "" {
-		session = strAttr(attrs, "sessionId")
-	}
+	session := SessionKey(res, lr, r.client)
 	switch name := lr.EventName(); {
 	case name == EventNameEvent || name == EventNameHeader:
 		if session == "" || lr.Body().Type() != pcommon.ValueTypeStr {
@@ -186,6 +191,30 @@ func (r *Reader) Read(res pcommon.Resource, lr plog.LogRecord) (Record, error) {
 	return r.decode(session, OriginDshV0, b, false, attrs)
 }
 
+// SessionKey is the key (clientid.Key) of the session a record belongs
+// to, "" when it names none: its session.id (or, on dsh's v4 export,
+// sessionId) and its enduser.id, the record's or its resource's, else
+// client (the batch's).
+func SessionKey(res pcommon.Resource, lr plog.LogRecord, client string) string {
+	attrs := lr.Attributes()
+	session := strAttr(attrs, AttrSessionID)
+	if session == "" {
+		session = strAttr(res.Attributes(), AttrSessionID)
+	}
+	if session == "" {
+		session = strAttr(attrs, "sessionId")
+	}
+	if session == "" {
+		return ""
+	}
+	if c := strAttr(attrs, semconv.EnduserID); c != "" {
+		client = c
+	} else if c := strAttr(res.Attributes(), semconv.EnduserID); c != "" {
+		client = c
+	}
+	return clientid.Key(client, session)
+}
+
 // v0Header gives a session read from dsh v0's export the header that
 // export leaves out, made of what each of its records says of it
 // (docs/format.md §10.2): the working directory, and for a fork its
@@ -201,7 +230,7 @@ func (r *Reader) v0Header(session string, attrs pcommon.Map) {
 	if cwd == "" && parent == "" && !hasSeed {
 		return
 	}
-	st.header = &sessionlog.Header{ID: st.id, Cwd: strings.Clone(cwd), ParentSession: strings.Clone(parent),
+	st.header = &sessionlog.Header{ID: clientid.Session(st.id), Cwd: strings.Clone(cwd), ParentSession: strings.Clone(parent),
 		SeedLength: seed, HasSeedLength: hasSeed}
 }
 

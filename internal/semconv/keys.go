@@ -30,7 +30,10 @@ const (
 // OpenTelemetry's general keys: the session, the event a log record
 // carries, the error type.
 const (
-	SessionID  = "session.id"
+	SessionID = "session.id"
+	// EnduserID is the client that wrote a session, as its listener's
+	// authenticator named it (docs/operating.md, "Sharing a collector").
+	EnduserID  = "enduser.id"
 	EventType  = "event.type"
 	EventSeq   = "event.seq"
 	ErrorType  = "error.type"

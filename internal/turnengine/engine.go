@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dshtrace/dshtrace/internal/clientid"
 	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/sessiontable"
 	"github.com/dshtrace/dshtrace/sessionlog"
@@ -223,7 +224,7 @@ func (e *Engine) Ingest(in Input, now time.Time) {
 	if in.Header != nil {
 		s.header = in.Header
 		if h := in.Header; h.HasSeedLength {
-			s.cur.SetFork(h.ParentSession, h.SeedLength)
+			s.cur.SetFork(clientid.Sibling(in.SessionID, h.ParentSession), h.SeedLength)
 		}
 	}
 	s.format = in.Format

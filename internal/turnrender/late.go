@@ -4,6 +4,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/dshtrace/dshtrace/internal/clientid"
 	"github.com/dshtrace/dshtrace/internal/semconv"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
@@ -29,8 +30,8 @@ func appendLateClose(spans ptrace.SpanSlice, t *turnengine.Turn) {
 	sp.SetEndTimestamp(ts(t.EndTime))
 	a := sp.Attributes()
 	a.PutStr(semconv.GenAIAgentName, t.Agent)
-	a.PutStr(semconv.GenAIConversationID, t.SessionID)
-	a.PutStr(semconv.SessionID, t.SessionID)
+	a.PutStr(semconv.GenAIConversationID, clientid.Session(t.SessionID))
+	a.PutStr(semconv.SessionID, clientid.Session(t.SessionID))
 	a.PutInt(semconv.DshTurn, t.Number)
 	reason := reasonKind(t)
 	a.PutStr(semconv.DshTurnEndReason, reason)

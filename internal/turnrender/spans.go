@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/dshtrace/dshtrace/internal/clientid"
 	"github.com/dshtrace/dshtrace/internal/semconv"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/sessionlog"
@@ -32,7 +33,10 @@ func Traces(scope string, turns []*turnengine.Turn) ptrace.Traces {
 		if !ok {
 			rs := td.ResourceSpans().AppendEmpty()
 			rs.Resource().Attributes().PutStr("service.name", t.Agent)
-			rs.Resource().Attributes().PutStr(semconv.SessionID, t.SessionID)
+			rs.Resource().Attributes().PutStr(semconv.SessionID, clientid.Session(t.SessionID))
+			if c := clientid.Client(t.SessionID); c != "" {
+				rs.Resource().Attributes().PutStr(semconv.EnduserID, c)
+			}
 			ss := rs.ScopeSpans().AppendEmpty()
 			ss.Scope().SetName(scope)
 			spans = ss.Spans()
@@ -97,8 +101,8 @@ func appendTurn(spans ptrace.SpanSlice, t *turnengine.Turn) {
 	a.PutStr(semconv.GenAIOperationName, "invoke_agent")
 	a.PutStr(semconv.GenAIAgentName, t.Agent)
 	a.PutBool(semconv.GenAIInvocationIsNested, t.Nested)
-	a.PutStr(semconv.GenAIConversationID, t.SessionID)
-	a.PutStr(semconv.SessionID, t.SessionID)
+	a.PutStr(semconv.GenAIConversationID, clientid.Session(t.SessionID))
+	a.PutStr(semconv.SessionID, clientid.Session(t.SessionID))
 	a.PutInt(semconv.DshTurn, t.Number)
 	reason := reasonKind(t)
 	putTurnEnd(a, t, reason)
@@ -172,7 +176,7 @@ func appendSteps(spans ptrace.SpanSlice, t *turnengine.Turn, trace pcommon.Trace
 		ssp.SetEndTimestamp(ts(st.EndTime))
 		sa := ssp.Attributes()
 		sa.EnsureCapacity(6)
-		sa.PutStr(semconv.GenAIConversationID, t.SessionID)
+		sa.PutStr(semconv.GenAIConversationID, clientid.Session(t.SessionID))
 		sa.PutInt(semconv.DshTurn, t.Number)
 		sa.PutInt(semconv.DshStep, st.Number)
 		sa.PutInt(semconv.DshEventSeq, st.StartSeq)
@@ -260,7 +264,7 @@ func appendChat(spans ptrace.SpanSlice, t *turnengine.Turn, st *turnengine.Step,
 // conversation, the provider and model, and where it stands in the turn.
 func putChatIdentity(a pcommon.Map, t *turnengine.Turn, st *turnengine.Step, at *turnengine.Attempt) {
 	a.PutStr(semconv.GenAIOperationName, "chat")
-	a.PutStr(semconv.GenAIConversationID, t.SessionID)
+	a.PutStr(semconv.GenAIConversationID, clientid.Session(t.SessionID))
 	if at.Provider != "" {
 		name := ProviderName(at.Provider)
 		a.PutStr(semconv.GenAIProviderName, name)
@@ -390,7 +394,7 @@ func appendTool(spans ptrace.SpanSlice, t *turnengine.Turn, st *turnengine.Step,
 // turn), its outcome and its captured content.
 func putToolAttrs(a pcommon.Map, t *turnengine.Turn, st *turnengine.Step, tc *turnengine.ToolCall, parentCall string) {
 	a.PutStr(semconv.GenAIOperationName, "execute_tool")
-	a.PutStr(semconv.GenAIConversationID, t.SessionID)
+	a.PutStr(semconv.GenAIConversationID, clientid.Session(t.SessionID))
 	if tc.Name != "" {
 		a.PutStr(semconv.GenAIToolName, tc.Name)
 	}

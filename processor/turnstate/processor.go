@@ -14,8 +14,10 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/dshtrace/dshtrace/internal/clientid"
 	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/placement"
+	"github.com/dshtrace/dshtrace/internal/semconv"
 	"github.com/dshtrace/dshtrace/processor/turnstate/internal/metadata"
 	"github.com/dshtrace/dshtrace/sessionlog"
 	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
@@ -60,6 +62,7 @@ func (p *stamper) shutdown(context.Context) error { return p.tel.Shutdown() }
 // slot is one session-event record of a batch and where its events went.
 type slot struct {
 	lr      plog.LogRecord
+	key     string // its session's key (clientid.Key)
 	session *placement.Session
 	applied bool
 	place   turnmodel.Place
@@ -89,6 +92,9 @@ func (p *stamper) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, err
 	var n counts
 	p.mu.Lock()
 	now := p.clock()
+	// The sessions of records that name no client are the request's
+	// client's (an authenticated OTLP receiver's context).
+	p.reader.SetClient(logrecord.ClientFromContext(ctx))
 	slots, groups := p.read(ld, &n)
 	for _, g := range groups {
 		p.place(g, slots, now, &n)
@@ -143,7 +149,7 @@ func (p *stamper) read(ld plog.Logs, n *counts) ([]slot, []*group) {
 			bySession[rec.SessionID] = g
 			groups = append(groups, g)
 		}
-		slots = append(slots, slot{lr: lr})
+		slots = append(slots, slot{lr: lr, key: rec.SessionID})
 		for e := range rec.Row.Events {
 			g.items = append(g.items, item{slot: len(slots) - 1, event: &rec.Row.Events[e],
 				format: rec.Format, header: rec.Header})
@@ -169,7 +175,7 @@ func (p *stamper) place(g *group, slots []slot, now time.Time, n *counts) {
 		sl := &slots[it.slot]
 		sl.session = s
 		if h := it.header; h != nil && h.HasSeedLength {
-			s.SetFork(h.ParentSession, h.SeedLength)
+			s.SetFork(clientid.Sibling(g.id, h.ParentSession), h.SeedLength)
 		}
 		ev := it.event
 		if last, ok := s.LastSeq(); ok && ev.Seq <= last {
@@ -179,8 +185,14 @@ func (p *stamper) place(g *group, slots []slot, now time.Time, n *counts) {
 	}
 }
 
-// stamp puts a placed record's ids and placement attributes on it.
+// stamp puts a placed record's ids and placement attributes on it, and
+// the client that wrote its session, when one is named.
 func (p *stamper) stamp(sl *slot, n *counts) {
+	if c := clientid.Client(sl.key); c != "" {
+		if _, ok := sl.lr.Attributes().Get(semconv.EnduserID); !ok {
+			sl.lr.Attributes().PutStr(semconv.EnduserID, c)
+		}
+	}
 	switch {
 	case !sl.applied:
 		n.duplicate++

@@ -48,6 +48,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/changelog"
+	"github.com/dshtrace/dshtrace/internal/logrecord"
 )
 
 // ChangelogOptions configure the changelog journal.
@@ -154,7 +155,7 @@ func (c *Changelog) BeforeBatch(ctx context.Context, ld plog.Logs, peek Peek) (S
 	var synced time.Duration
 	follows, source := c.follows(ctx)
 	assigned := !follows && source != ""
-	if !follows || c.restores(ld, peek) {
+	if !follows || c.restores(ctx, ld, peek) {
 		c.follow(source)
 		// The view is read to the topic's end once this instance's own
 		// writes are in it: a session let go of while its last write was
@@ -189,7 +190,7 @@ func (c *Changelog) BeforeBatch(ctx context.Context, ld plog.Logs, peek Peek) (S
 		}
 		if source != "" {
 			c.mu.Lock()
-			for _, id := range BatchSessions(ld) {
+			for _, id := range BatchSessions(ld, logrecord.ClientFromContext(ctx)) {
 				c.source[id] = source
 			}
 			c.mu.Unlock()

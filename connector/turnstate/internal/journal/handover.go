@@ -154,10 +154,10 @@ func (c *Changelog) restorePartition(ctx context.Context, e Engine, source strin
 // hold and the view has keys of: a session restored from the changelog is
 // always restored after the read barrier, so that it carries on from the
 // session's latest write, whoever made it.
-func (c *Changelog) restores(ld plog.Logs, peek Peek) bool {
+func (c *Changelog) restores(ctx context.Context, ld plog.Logs, peek Peek) bool {
 	found := false
 	peek(func(e Engine) {
-		for _, id := range BatchSessions(ld) {
+		for _, id := range BatchSessions(ld, logrecord.ClientFromContext(ctx)) {
 			if e.Holds(id) {
 				continue
 			}
@@ -175,7 +175,7 @@ func (c *Changelog) restores(ld plog.Logs, peek Peek) bool {
 // of. The view was synced in this pass.
 func (c *Changelog) restoreFirstSight(ctx context.Context, e Engine, ld plog.Logs, now time.Time) int {
 	n := 0
-	for _, id := range BatchSessions(ld) {
+	for _, id := range BatchSessions(ld, logrecord.ClientFromContext(ctx)) {
 		if keys, _ := c.log.Keys(SessionKey(id)); len(keys) == 0 {
 			continue // a new session
 		}
@@ -190,31 +190,20 @@ func (c *Changelog) restoreFirstSight(ctx context.Context, e Engine, ld plog.Log
 	return n
 }
 
-// BatchSessions lists the sessions of a batch's records, in first-seen
-// order, read as logrecord.Reader reads them.
-func BatchSessions(ld plog.Logs) []string {
+// BatchSessions lists the sessions (their keys, clientid.Key) of a
+// batch's records, in first-seen order, read as logrecord.Reader reads
+// them; client is the batch's (logrecord.ClientFromContext).
+func BatchSessions(ld plog.Logs, client string) []string {
 	var out []string
 	seen := map[string]bool{}
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {
 		rl := rls.At(i)
-		resID := ""
-		if v, ok := rl.Resource().Attributes().Get(logrecord.AttrSessionID); ok {
-			resID = v.Str()
-		}
 		sls := rl.ScopeLogs()
 		for k := 0; k < sls.Len(); k++ {
 			lrs := sls.At(k).LogRecords()
 			for m := 0; m < lrs.Len(); m++ {
-				attrs := lrs.At(m).Attributes()
-				id := ""
-				if v, ok := attrs.Get(logrecord.AttrSessionID); ok && v.Str() != "" {
-					id = v.Str()
-				} else if resID != "" {
-					id = resID
-				} else if v, ok := attrs.Get("sessionId"); ok {
-					id = v.Str()
-				}
+				id := logrecord.SessionKey(rl.Resource(), lrs.At(m), client)
 				if id != "" && !seen[id] {
 					seen[id] = true
 					out = append(out, id)

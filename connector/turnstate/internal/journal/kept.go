@@ -4,7 +4,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
+	"github.com/dshtrace/dshtrace/internal/clientid"
 	"github.com/dshtrace/dshtrace/internal/logrecord"
+	"github.com/dshtrace/dshtrace/internal/semconv"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
@@ -18,6 +20,9 @@ type keptRecord struct {
 	res    pcommon.Resource
 	lr     plog.LogRecord
 	maxSeq int64
+	// client is the client that wrote the session: the journal's copy
+	// names it, so that a restore (which has no request) keys it alike.
+	client string
 }
 
 // KeepRecord files a decoded record under its session for the journal.
@@ -31,7 +36,9 @@ func KeepRecord(keep map[string]*Kept, rec logrecord.Record, res pcommon.Resourc
 		k.header = plog.NewLogs()
 		rl := k.header.ResourceLogs().AppendEmpty()
 		res.CopyTo(rl.Resource())
-		lr.CopyTo(rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())
+		c := rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty()
+		lr.CopyTo(c)
+		nameClient(c, clientid.Client(rec.SessionID))
 		return
 	}
 	if len(rec.Row.Events) == 0 {
@@ -41,7 +48,7 @@ func KeepRecord(keep map[string]*Kept, rec logrecord.Record, res pcommon.Resourc
 	for i := range rec.Row.Events {
 		maxSeq = max(maxSeq, rec.Row.Events[i].Seq)
 	}
-	k.recs = append(k.recs, keptRecord{res: res, lr: lr, maxSeq: maxSeq})
+	k.recs = append(k.recs, keptRecord{res: res, lr: lr, maxSeq: maxSeq, client: clientid.Client(rec.SessionID)})
 }
 
 // from copies the records whose events reach seq retain or later into a
@@ -62,8 +69,21 @@ func (k *Kept) from(retain int64) (plog.Logs, int64) {
 			lrs = rl.ScopeLogs().AppendEmpty().LogRecords()
 			last, haveLast = r.res, true
 		}
-		r.lr.CopyTo(lrs.AppendEmpty())
+		c := lrs.AppendEmpty()
+		r.lr.CopyTo(c)
+		nameClient(c, r.client)
 		maxSeq = max(maxSeq, r.maxSeq)
 	}
 	return ld, maxSeq
+}
+
+// nameClient puts the client on a journal copy of a record that names none
+// (one read with the client of its request's context).
+func nameClient(lr plog.LogRecord, client string) {
+	if client == "" {
+		return
+	}
+	if _, ok := lr.Attributes().Get(semconv.EnduserID); !ok {
+		lr.Attributes().PutStr(semconv.EnduserID, client)
+	}
 }

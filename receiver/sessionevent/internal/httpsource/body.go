@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/dshtrace/dshtrace/internal/clientid"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/httpsource/dedup"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
@@ -134,11 +135,14 @@ func (p *parser) sessionOf(b []byte, line int) (*parsedSession, *reqError) {
 // beginning it at its first row: its decoder starts from the format
 // version remembered for the session.
 func (p *parser) session(id string) *parsedSession {
+	// A session is its client's: it is keyed by the pair everywhere
+	// (clientid.Key; the id itself for a request that names no client).
+	// The key is kept (dedup state, record tracker) long after the
+	// request: a string of its own, not a view into a line.
+	id = clientid.Key(p.o.client, id)
 	if s := p.pb.byID[id]; s != nil {
 		return s
 	}
-	// The id is kept (dedup state, record tracker) long after the
-	// request: a string of its own, not a view into a line.
 	id = strings.Clone(id)
 	s := &parsedSession{id: id, dec: sessionlog.NewRowDecoder(p.o.maxLine, 0)}
 	s.dec.SetArena(p.pb.arena)

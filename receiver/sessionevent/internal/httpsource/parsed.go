@@ -21,6 +21,9 @@ type parseOptions struct {
 	endpoint endpoint
 	// session is the path's session id (endpointSession).
 	session string
+	// client is the client the request's authenticator named ("" none):
+	// the request's sessions are its (logrecord.ClientFromContext).
+	client string
 	// maxLine is the longest row accepted.
 	maxLine int
 	// maxBody bounds the decompressed size of a body compressed without a
@@ -33,7 +36,7 @@ type parseOptions struct {
 
 // parsedSession is the part of a request that belongs to one session.
 type parsedSession struct {
-	id  string
+	id  string // the session's key (clientid.Key)
 	dec *sessionlog.RowDecoder
 	// header is the session's header row, if the request carries one.
 	header *sessionlog.Row

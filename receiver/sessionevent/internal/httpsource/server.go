@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.uber.org/zap"
 
+	"github.com/dshtrace/dshtrace/internal/logrecord"
 	"github.com/dshtrace/dshtrace/internal/storageclient"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/metadata"
 )
@@ -145,6 +146,7 @@ func (h *Source) handle(w http.ResponseWriter, req *http.Request, o parseOptions
 	}
 	o.maxLine = h.maxLine
 	o.maxBody = h.maxBody
+	o.client = logrecord.ClientFromContext(ctx)
 	o.version = h.dedup.CurrentVersion
 	pb, rerr := parseBody(req.Body, o)
 	defer pb.release() // the rows are done with once the request is answered
