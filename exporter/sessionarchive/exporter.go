@@ -171,6 +171,9 @@ func (e *archiveExporter) push(ctx context.Context, ld plog.Logs) error {
 
 // rows reads the batch's records back into archive rows.
 func (e *archiveExporter) rows(ctx context.Context, ld plog.Logs) []archive.Row {
+	// The sessions of records that name no client are the request's
+	// client's (an authenticated receiver's context).
+	e.reader.SetClient(logrecord.ClientFromContext(ctx))
 	var rows []archive.Row
 	rls := ld.ResourceLogs()
 	for i := 0; i < rls.Len(); i++ {

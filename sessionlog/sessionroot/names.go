@@ -144,6 +144,21 @@ func SessionDir(root, cwd, id string) (string, error) {
 	return Within(root, ProjectDir(cwd), EscapeSessionID(id))
 }
 
+// ClientsDir is the directory of an archive root that holds, one session
+// root each, the sessions of the named clients (docs/operating.md,
+// "Sharing a collector"): no project directory takes its name, since a
+// project key is made of an absolute cwd.
+const ClientsDir = "@clients"
+
+// ClientRoot is the session root of client's sessions in an archive root:
+// root itself for no client ("").
+func ClientRoot(root, client string) (string, error) {
+	if client == "" {
+		return root, nil
+	}
+	return Within(root, ClientsDir, EscapeSessionID(client))
+}
+
 // Within joins names under root and checks that the result is a strict
 // descendant of root.
 func Within(root string, names ...string) (string, error) {

@@ -3,12 +3,14 @@ package archive
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
 
 	"go.uber.org/zap"
 
+	"github.com/dshtrace/dshtrace/internal/clientid"
 	"github.com/dshtrace/dshtrace/sessionlog/sessionroot"
 )
 
@@ -23,10 +25,16 @@ const (
 // files on disk: every generation file under any project directory, each
 // resumed after its last complete row (a torn tail is cut off first).
 func (a *Archive) load(id string) *session {
-	s := &session{id: id, esc: sessionroot.EscapeSessionID(id), gens: map[int]*gen{}}
-	projects, err := os.ReadDir(a.opts.Root)
+	s := &session{id: id, esc: sessionroot.EscapeSessionID(clientid.Session(id)), gens: map[int]*gen{}}
+	root, err := a.rootOf(id)
 	if err != nil {
-		a.log.Warn("Could not list the archive root", zap.String("root", a.opts.Root), zap.Error(err))
+		return s // its rows are dropped when its file cannot be created
+	}
+	projects, err := os.ReadDir(root)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) || root == a.opts.Root {
+			a.log.Warn("Could not list the archive root", zap.String("root", root), zap.Error(err))
+		}
 		return s
 	}
 	zstd := a.opts.Compression == CompressionZstd
@@ -34,7 +42,7 @@ func (a *Archive) load(id string) *session {
 		if !p.IsDir() {
 			continue
 		}
-		dir := filepath.Join(a.opts.Root, p.Name(), s.esc)
+		dir := filepath.Join(root, p.Name(), s.esc)
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			continue
@@ -58,6 +66,22 @@ func (a *Archive) load(id string) *session {
 		s.stream.inferred = s.stream.version
 	}
 	return s
+}
+
+// rootOf is the session root a session's files go under: the archive root,
+// or for a session of a named client (its key, clientid.Key) that
+// client's root under sessionroot.ClientsDir.
+func (a *Archive) rootOf(key string) (string, error) {
+	return sessionroot.ClientRoot(a.opts.Root, clientid.Client(key))
+}
+
+// sessionDir is the directory of a session (its key) whose header has cwd.
+func (a *Archive) sessionDir(cwd, key string) (string, error) {
+	root, err := a.rootOf(key)
+	if err != nil {
+		return "", err
+	}
+	return sessionroot.SessionDir(root, cwd, clientid.Session(key))
 }
 
 // loadFile takes an archived file of generation v into session s: where
@@ -92,7 +116,7 @@ func (g *gen) awaitingHeader() bool { return !g.isStream && !g.header && g.hdr =
 func (a *Archive) writeHeader(g *gen) error {
 	hdr := g.hdr
 	if g.path == "" {
-		dir, err := sessionroot.SessionDir(a.opts.Root, hdr.Cwd, g.s.id)
+		dir, err := a.sessionDir(hdr.Cwd, g.s.id)
 		if err != nil {
 			return err
 		}
@@ -145,7 +169,7 @@ func (a *Archive) createStream(g *gen) (*gen, error) {
 		g.path = path
 		return g, nil
 	}
-	dir, err := sessionroot.SessionDir(a.opts.Root, "", s.id)
+	dir, err := a.sessionDir("", s.id)
 	if err != nil {
 		return g, err
 	}
@@ -182,10 +206,15 @@ func (a *Archive) create(g *gen, dir string, version int) error {
 	g.fElem = a.files.PushBack(g)
 	a.limitFiles()
 	a.obs.FileCreated()
-	// New directory entries become durable with their directories.
-	a.dirs[dir] = struct{}{}
-	a.dirs[filepath.Dir(dir)] = struct{}{}
-	a.dirs[a.opts.Root] = struct{}{}
+	// New directory entries become durable with their directories: the
+	// session's, and each up to the root (a client's root adds two).
+	root := filepath.Clean(a.opts.Root)
+	for d := dir; ; d = filepath.Dir(d) {
+		a.dirs[d] = struct{}{}
+		if d == root || d == filepath.Dir(d) {
+			break
+		}
+	}
 	return nil
 }
 
