@@ -140,3 +140,33 @@ func sessionOf(t *testing.T, ld plog.Logs) string {
 	require.True(t, ok)
 	return v.Str()
 }
+
+// dsh.turns gains no per-client label unless turns_by_client says so.
+func TestTurnsByClient(t *testing.T) {
+	records, _ := buildRecords(t, filepath.Join("..", "..", "testdata", "dialects", "v4-tools.jsonl"), "shared-1")
+	for _, on := range []bool{false, true} {
+		cfg := createDefaultConfig()
+		cfg.TurnsByClient = on
+		h := newHarness(t, cfg, nil, nil)
+		h.start()
+		h.feedCtx(as("alice"), records)
+		h.feedCtx(as("bob"), records)
+		h.shutdown()
+		m, ok := findMetric(h.lastMetrics(), turnrender.MetricTurns)
+		require.True(t, ok)
+		clients := map[string]int64{}
+		dps := m.Sum().DataPoints()
+		for i := 0; i < dps.Len(); i++ {
+			who := ""
+			if v, ok := dps.At(i).Attributes().Get(semconv.EnduserID); ok {
+				who = v.Str()
+			}
+			clients[who] += dps.At(i).IntValue()
+		}
+		if on {
+			assert.Equal(t, map[string]int64{"alice": 1, "bob": 1}, clients)
+		} else {
+			assert.Equal(t, map[string]int64{"": 2}, clients, "no client label")
+		}
+	}
+}

@@ -75,6 +75,10 @@ type Config struct {
 	Prices []PriceConfig `mapstructure:"prices"`
 	// BuiltinPrices keeps the built-in DeepSeek prices (default true).
 	BuiltinPrices bool `mapstructure:"builtin_prices"`
+	// TurnsByClient counts dsh.turns by the client that wrote each turn's
+	// session too (enduser.id): off by default, as every client adds
+	// series (capped at max_attribute_values).
+	TurnsByClient bool `mapstructure:"turns_by_client"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}

@@ -102,6 +102,7 @@ func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core
 		ec.Prices = prices
 	}
 	series := turnrender.NewMetrics(cfg.MaxAttributeValues)
+	series.SetByClient(cfg.TurnsByClient)
 	ec.Observer = series
 	e := turnengine.New(ec)
 	c := &core{

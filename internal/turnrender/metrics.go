@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/dshtrace/dshtrace/internal/clientid"
 	"github.com/dshtrace/dshtrace/internal/semconv"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 )
@@ -141,6 +142,8 @@ type Metrics struct {
 	// entry used last (runs of one type, chunks, need no lookup at all).
 	eventPoints map[string]*eventPoint
 	lastEvent   *eventPoint
+	// byClient adds enduser.id to dsh.turns (SetByClient).
+	byClient bool
 }
 
 // eventPoint is an entry of eventPoints: its own copy of the raw type, and
@@ -204,6 +207,11 @@ func (m *Metrics) SetMaxValues(n int) {
 		m.lastEvent = nil
 	}
 }
+
+// SetByClient makes dsh.turns count by the client that wrote each turn's
+// session too (enduser.id, capped like the other dimensions): off by
+// default, as every client adds series.
+func (m *Metrics) SetByClient(on bool) { m.byClient = on }
 
 // capped admits a value of a capped dimension, or returns OtherValue.
 func (m *Metrics) capped(dim, value string) string {
@@ -305,7 +313,12 @@ func (m *Metrics) recordTurn(t *turnengine.Turn, now time.Time) {
 	}
 	trace := TraceID(t.SessionID, t.Number)
 	agent := kv{semconv.GenAIAgentName, m.capped("agent", t.Agent)}
-	m.add(MetricTurns, 1, attrs(kv{semconv.DshTurnEndReason, reason}, agent, kv{semconv.ErrorType, errType}), now)
+	turns := attrs(kv{semconv.DshTurnEndReason, reason}, agent, kv{semconv.ErrorType, errType})
+	if m.byClient {
+		turns = attrs(kv{semconv.DshTurnEndReason, reason}, agent, kv{semconv.ErrorType, errType},
+			kv{semconv.EnduserID, m.capped("client", clientid.Client(t.SessionID))})
+	}
+	m.add(MetricTurns, 1, turns, now)
 	ex := exemplar{traceID: trace, spanID: TurnSpanID(t.SessionID, t.Number), at: msToNanos(t.EndTime)}
 	byReason := attrs(kv{semconv.DshTurnEndReason, reason})
 	m.observe(MetricTurnDuration, seconds(t.EndTime-t.StartTime), ex, byReason, now)
