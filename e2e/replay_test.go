@@ -267,6 +267,12 @@ func longSession(t *testing.T, path string, n int) {
 	}
 }
 
+// TestReplayPages renders testdata sessions with `dshtrace replay` and
+// `dshtrace serve` and opens the pages in headless Chromium. Judged: every
+// turn, call and row of a log is on its page; clicks go to the rows and
+// source ranges they name; a log full of markup stays inert text; a long
+// session is folded but for the linked turn; the served list and deep
+// links work; no page requests anything outside itself.
 func TestReplayPages(t *testing.T) {
 	bin := dshtraceBin(t)
 	ctx := browser(t)
