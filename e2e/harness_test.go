@@ -50,7 +50,8 @@ func shippedConfig(name string) string {
 
 // collector is one otelcol-dsh under test: its configuration files (merged
 // in order, as the collector merges repeated --config), further arguments,
-// the variables that fill the files' placeholders, and its runs.
+// and the variables that fill the files' placeholders; each start is a run
+// (a process) of it.
 type collector struct {
 	t       *testing.T
 	dir     string
@@ -58,7 +59,6 @@ type collector struct {
 	args    []string
 	env     map[string]string
 	user    *syscall.Credential // nil: the test's own
-	runs    []*process
 }
 
 // newCollector prepares otelcol-dsh on configs with its files under dir:
@@ -142,9 +142,7 @@ func (c *collector) launch(run string) *process {
 		env = append(env, k+"="+v)
 	}
 	sort.Strings(env)
-	p := startAs(c.t, c.dir, run, bin, env, c.user, args...)
-	c.runs = append(c.runs, p)
-	return p
+	return startAs(c.t, c.dir, run, bin, env, c.user, args...)
 }
 
 // placeholders are the ${env:…} names of the configuration files, each
