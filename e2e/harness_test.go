@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -155,12 +156,20 @@ func (c *collector) placeholders() map[string]bool {
 		if err != nil {
 			c.t.Fatalf("collector configuration: %v", err)
 		}
-		for _, m := range collectorEnv.FindAllStringSubmatch(string(b), -1) {
+		for _, m := range collectorEnv.FindAllStringSubmatch(withoutComments(string(b)), -1) {
 			out[m[1]] = out[m[1]] || strings.Contains(m[0], ":-")
 		}
 	}
 	return out
 }
+
+// yamlComment is a YAML comment: a # at the start of a line or after a
+// blank, to the end of the line.
+var yamlComment = regexp.MustCompile(`(?m)(^|[ \t])#.*$`)
+
+// withoutComments is a YAML text without its comments (the shipped files
+// show optional settings, placeholders included, commented out).
+func withoutComments(text string) string { return yamlComment.ReplaceAllString(text, "$1") }
 
 // checkPlaceholders fails the test when a placeholder without a default is
 // set neither by the harness nor by the test's environment: the collector
