@@ -44,9 +44,9 @@ func TestAuthIngest(t *testing.T) {
 	}
 	const token = "agent-token-e2e"
 	// No Jaeger: the test judges the ingest, its traces go nowhere.
-	c := newCollector(t, dir, shippedConfig("auth-ingest")).toJaeger(newJaegerPorts(t)).
+	col := newCollector(t, dir, shippedConfig("auth-ingest")).toJaeger(newJaegerPorts(t)).
 		set("DSH_INGEST_TOKEN", token).set("HTPASSWD_FILE", htpasswd).set("TLS_CERT_FILE", certFile).set("TLS_KEY_FILE", keyFile)
-	p := c.start("otelcol-dsh-auth")
+	p := col.start("otelcol-dsh-auth")
 
 	tlsClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	send := func(url string, auth func(*http.Request)) (int, string) {
@@ -70,7 +70,7 @@ func TestAuthIngest(t *testing.T) {
 	basic := func(user, pass string) func(*http.Request) {
 		return func(r *http.Request) { r.SetBasicAuth(user, pass) }
 	}
-	agents, uploads := "https://"+c.addr("AGENTS_ENDPOINT")+"/v1/sessions/e2e-auth-agent/events", "https://"+c.addr("UPLOADS_ENDPOINT")+"/v1/sessions/e2e-auth-upload/events"
+	agents, uploads := "https://"+col.addr("AGENTS_ENDPOINT")+"/v1/sessions/e2e-auth-agent/events", "https://"+col.addr("UPLOADS_ENDPOINT")+"/v1/sessions/e2e-auth-upload/events"
 	for _, c := range []struct {
 		name string
 		url  string
@@ -91,7 +91,7 @@ func TestAuthIngest(t *testing.T) {
 		}
 	}
 	// Plain HTTP is refused: the listeners speak TLS only.
-	if resp, err := client.Post("http://"+c.addr("AGENTS_ENDPOINT")+"/v1/sessions/x/events", "application/x-ndjson", bytes.NewReader(body)); err == nil {
+	if resp, err := client.Post("http://"+col.addr("AGENTS_ENDPOINT")+"/v1/sessions/x/events", "application/x-ndjson", bytes.NewReader(body)); err == nil {
 		if resp.StatusCode == http.StatusAccepted {
 			t.Error("plain HTTP accepted")
 		}
@@ -100,7 +100,7 @@ func TestAuthIngest(t *testing.T) {
 	// Exactly the two authenticated posts became records.
 	want := float64(2 * rows(body))
 	poll(t, "the two authenticated posts accepted", 30*time.Second, func() error {
-		n, err := c.accepted(context.Background())
+		n, err := col.accepted(context.Background())
 		if err == nil && n != want {
 			err = fmt.Errorf("%v log records accepted, want %v", n, want)
 		}

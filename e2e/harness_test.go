@@ -4,12 +4,14 @@ package e2e
 
 import (
 	"context"
+	"math/rand/v2"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -230,32 +232,40 @@ func (c *collector) accepted(ctx context.Context) (float64, error) {
 }
 
 // freeAddr is a loopback address free at the moment, for a listener of the
-// test's: the kernel's pick, so concurrent scenarios never collide.
+// test's (freeAddrs).
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
+	return freeAddrs(t, 1)[0]
 }
 
-// freeAddrs is n distinct free loopback addresses.
+// Free ports are picked at random below the kernel's ephemeral range
+// (Linux's starts at 32768): a port of that range, while its listener is
+// down (a backend stopped or restarted, a collector between two runs),
+// could be taken by a client connection's source port and not come back.
+const freePortMin, freePortMax = 20000, 32767
+
+// freeAddrs is n distinct loopback addresses free at the moment: each is
+// tried, and held until all are found, so concurrent scenarios and runs do
+// not pick the same.
 func freeAddrs(t *testing.T, n int) []string {
 	t.Helper()
 	var out []string
 	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for tries := 0; len(out) < n; tries++ {
+		if tries == 1000 {
+			t.Fatalf("no free loopback port in %d–%d after %d tries", freePortMin, freePortMax, tries)
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(freePortMin+rand.IntN(freePortMax-freePortMin+1)))
 		if err != nil {
-			t.Fatal(err)
+			continue // taken
 		}
 		ls = append(ls, l)
 		out = append(out, l.Addr().String())
-	}
-	for _, l := range ls {
-		l.Close()
 	}
 	return out
 }
