@@ -31,29 +31,22 @@ import (
 // tokens for agents, htpasswd users for uploads. Requests without valid
 // credentials get 401 and nothing is accepted.
 func TestAuthIngest(t *testing.T) {
-	bin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	body, err := os.ReadFile(filepath.Join(testcorpus.Dir(t), "v0/examples/acp-agent/tests/snapshots/text-turn/session.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
 	certFile, keyFile, pool := selfSigned(t, dir)
-	requireFree(t, "127.0.0.1:14420", "127.0.0.1:14421", "127.0.0.1:13134", "127.0.0.1:18890", "127.0.0.1:17890")
 	sum := sha1.Sum([]byte("s3cret"))
 	htpasswd := filepath.Join(dir, "ingest.htpasswd")
 	if err := os.WriteFile(htpasswd, []byte("alice:{SHA}"+base64.StdEncoding.EncodeToString(sum[:])+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	const token = "agent-token-e2e"
-	p := start(t, dir, "otelcol-dsh-auth", bin, []string{
-		"DSH_INGEST_TOKEN=" + token, "HTPASSWD_FILE=" + htpasswd,
-		"TLS_CERT_FILE=" + certFile, "TLS_KEY_FILE=" + keyFile,
-		"AGENTS_ENDPOINT=127.0.0.1:14420", "UPLOADS_ENDPOINT=127.0.0.1:14421",
-		"HEALTH_ENDPOINT=127.0.0.1:13134", "PROMETHEUS_ENDPOINT=127.0.0.1:18890",
-		"TELEMETRY_HOST=127.0.0.1", "TELEMETRY_PORT=17890",
-		"TRACES_OTLP_ENDPOINT=127.0.0.1:24317", "STATE_DIR=" + filepath.Join(dir, "auth-state"),
-	}, "--config=../deploy/collector/auth-ingest.yaml")
-	poll(t, "healthy", 30*time.Second, httpOK("http://127.0.0.1:13134/"), p)
+	// No Jaeger: the test judges the ingest, its traces go nowhere.
+	col := newCollector(t, dir, shippedConfig("auth-ingest")).toJaeger(newJaegerPorts(t)).
+		set("DSH_INGEST_TOKEN", token).set("HTPASSWD_FILE", htpasswd).set("TLS_CERT_FILE", certFile).set("TLS_KEY_FILE", keyFile)
+	p := col.start("otelcol-dsh-auth")
 
 	tlsClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
 	send := func(url string, auth func(*http.Request)) (int, string) {
@@ -77,7 +70,7 @@ func TestAuthIngest(t *testing.T) {
 	basic := func(user, pass string) func(*http.Request) {
 		return func(r *http.Request) { r.SetBasicAuth(user, pass) }
 	}
-	agents, uploads := "https://127.0.0.1:14420/v1/sessions/e2e-auth-agent/events", "https://127.0.0.1:14421/v1/sessions/e2e-auth-upload/events"
+	agents, uploads := "https://"+col.addr("AGENTS_ENDPOINT")+"/v1/sessions/e2e-auth-agent/events", "https://"+col.addr("UPLOADS_ENDPOINT")+"/v1/sessions/e2e-auth-upload/events"
 	for _, c := range []struct {
 		name string
 		url  string
@@ -98,7 +91,7 @@ func TestAuthIngest(t *testing.T) {
 		}
 	}
 	// Plain HTTP is refused: the listeners speak TLS only.
-	if resp, err := client.Post("http://127.0.0.1:14420/v1/sessions/x/events", "application/x-ndjson", bytes.NewReader(body)); err == nil {
+	if resp, err := client.Post("http://"+col.addr("AGENTS_ENDPOINT")+"/v1/sessions/x/events", "application/x-ndjson", bytes.NewReader(body)); err == nil {
 		if resp.StatusCode == http.StatusAccepted {
 			t.Error("plain HTTP accepted")
 		}
@@ -107,7 +100,7 @@ func TestAuthIngest(t *testing.T) {
 	// Exactly the two authenticated posts became records.
 	want := float64(2 * rows(body))
 	poll(t, "the two authenticated posts accepted", 30*time.Second, func() error {
-		n, err := acceptedFrom(context.Background(), "http://127.0.0.1:17890/metrics")
+		n, err := col.accepted(context.Background())
 		if err == nil && n != want {
 			err = fmt.Errorf("%v log records accepted, want %v", n, want)
 		}

@@ -115,37 +115,6 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// browserCollector is otelcol-dsh for TestJaegerUI: HTTP ingest, the turns
-// to Jaeger; health, ingest and Jaeger's OTLP addresses filled in.
-const browserCollector = `
-extensions:
-  health_check:
-    endpoint: %s
-receivers:
-  session_event:
-    http:
-      endpoint: %s
-connectors:
-  turn_state:
-exporters:
-  otlp_grpc/jaeger:
-    endpoint: %s
-    tls:
-      insecure: true
-service:
-  extensions: [health_check]
-  pipelines:
-    logs:
-      receivers: [session_event]
-      exporters: [turn_state]
-    traces:
-      receivers: [turn_state]
-      exporters: [otlp_grpc/jaeger]
-  telemetry:
-    metrics:
-      level: none
-`
-
 // TestJaegerUI serves the real Jaeger UI from Jaeger v2 (its query
 // extension's ui::assets_path, as `make demo` does), replays a session with
 // tool calls through otelcol-dsh, opens the turn's trace page in headless
@@ -154,31 +123,19 @@ service:
 func TestJaegerUI(t *testing.T) {
 	assets := uiAssets(t)
 	chromium := chromiumPath(t)
-	jaegerBin := lookPath(t, "JAEGER", toolsHint)
-	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	ctx := context.Background()
 	dir := t.TempDir()
 
-	// Free loopback ports of the moment for everything: this test shares
-	// none with the others (nor with a `make demo`).
-	p := freePorts(t, 8)
-	jaegerQuery := "http://" + p[0]
-	jaeger := start(t, dir, "jaeger", jaegerBin, []string{
-		"JAEGER_QUERY_HTTP_PORT=" + addrPort(p[0]), "JAEGER_QUERY_GRPC_PORT=" + addrPort(p[1]),
-		"JAEGER_HEALTH_PORT=" + addrPort(p[2]), "JAEGER_OTLP_GRPC_PORT=" + addrPort(p[3]), "JAEGER_OTLP_HTTP_PORT=" + addrPort(p[4]),
-	}, "--config", "jaeger.yaml", "--set=extensions::jaeger_query::ui::assets_path="+assets)
-	poll(t, "jaeger healthy", 30*time.Second, httpOK("http://"+p[2]+"/status"), jaeger)
+	j := newJaegerPorts(t)
+	jaegerQuery := j.query()
+	jaeger := startJaeger(t, dir, "jaeger", j, "--set=extensions::jaeger_query::ui::assets_path="+assets)
 	// The UI itself, not the placeholder of a build without assets.
 	code, page, err := get(ctx, jaegerQuery+"/search")
 	if err != nil || code != 200 || !strings.Contains(string(page), "<base href=") || strings.Contains(string(page), "not compiled with the UI assets") {
 		t.Fatalf("GET /search: %d %v: want the Jaeger UI's index.html\n%.400s", code, err, page)
 	}
-	cfg := filepath.Join(dir, "otelcol.yaml")
-	if err := os.WriteFile(cfg, []byte(fmt.Sprintf(browserCollector, p[5], p[6], p[3])), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	otelcol := start(t, dir, "otelcol-dsh", otelcolBin, nil, "--config="+cfg)
-	poll(t, "otelcol-dsh healthy", 30*time.Second, httpOK("http://"+p[5]+"/"), otelcol)
+	c := newCollector(t, dir, testConfig("to-jaeger")).toJaeger(j)
+	otelcol := c.start("otelcol-dsh")
 
 	// A v4 session, one turn of two steps with a read and a denied write.
 	const session = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d"
@@ -186,7 +143,7 @@ func TestJaegerUI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res := post(t, "http://"+p[6]+"/v1/sessions/"+session+"/events", viaPost, body); res.code != 202 || res.Accepted == 0 {
+	if res := post(t, c.ingestURL()+"/v1/sessions/"+session+"/events", viaPost, body); res.code != 202 || res.Accepted == 0 {
 		t.Fatalf("post: HTTP %d %s", res.code, res.raw)
 	}
 	id := turnrender.TraceID(session, 1)

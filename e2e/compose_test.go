@@ -237,6 +237,13 @@ func addrPort(addr string) string {
 	return p
 }
 
+// TestComposeStacks reads deploy/compose's two stacks (Jaeger, Tempo) as
+// files, without Docker. Judged: each has its services; the collector's
+// mounted configuration validates with the distribution under the
+// service's environment, listens on 0.0.0.0 where it publishes and sends
+// its traces to the stack's backend; Prometheus's mounted configuration and
+// rules scrape ports the collector listens on; Grafana's data sources,
+// dashboards and alert rules are provisioned.
 func TestComposeStacks(t *testing.T) {
 	bin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	for _, tc := range []struct {

@@ -90,7 +90,7 @@ func turnReason(td ptrace.Traces) string {
 //     accepted_log_records of run 1 at the stop plus run 2 = rows written);
 //   - every turn has exactly one turn span in Jaeger, completed, with its
 //     step and chat spans — the turns open at the stop included: turn_state
-//     journals them in file_storage (storage: in otelcol.yaml), run 2
+//     journals them in file_storage (storage: in suite.yaml), run 2
 //     restores them and closes them when their turn/end arrives. Without
 //     the journal, SIGKILL lost those turns and SIGTERM emitted them as
 //     dangling without their chat spans.
@@ -101,13 +101,11 @@ func TestCrashMidStream(t *testing.T) {
 
 func crashRestart(t *testing.T, sig syscall.Signal) {
 	name := map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM"}[sig]
-	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
-	requireFree(t, "127.0.0.1:24317", "127.0.0.1:24318", "127.0.0.1:26685", "127.0.0.1:26686", "127.0.0.1:23133",
-		"127.0.0.1:14317", "127.0.0.1:14318", "127.0.0.1:14320", "127.0.0.1:13133", "127.0.0.1:18889", "127.0.0.1:17888")
 	ctx := context.Background()
 	dir := t.TempDir()
-	root := filepath.Join(dir, "dsh", "sessions")
-	env := []string{"E2E_DSH_ROOT=" + root, "E2E_STATE_DIR=" + filepath.Join(dir, "state")}
+	j := newJaegerPorts(t)
+	c := newCollector(t, dir, testConfig("suite")).toJaeger(j)
+	root := c.sessions()
 
 	const nSessions, nTurns = 4, 12
 	killTurn := nTurns/2 + 1 // the turn open in every session at the kill
@@ -128,9 +126,8 @@ func crashRestart(t *testing.T, sig syscall.Signal) {
 	}
 	total := nSessions * (1 + nTurns*rowsPerTurn)
 
-	startJaeger(t, dir, "jaeger", suiteJaeger)
-	run1 := start(t, dir, "otelcol-dsh-run1", otelcolBin, env, "--config=otelcol.yaml")
-	poll(t, "otelcol-dsh healthy", 30*time.Second, httpOK(collectorHC), run1)
+	startJaeger(t, dir, "jaeger", j)
+	run1 := c.start("otelcol-dsh-run1")
 
 	// Round-robin, one row per session per tick, a few ms apart: the files
 	// grow while the collector polls them (every 100ms).
@@ -146,7 +143,7 @@ func crashRestart(t *testing.T, sig syscall.Signal) {
 	killAt := 1 + (killTurn-1)*rowsPerTurn + 2 // header, the closed turns, turn/start + step/start of killTurn
 	writeUpTo(killAt)
 	poll(t, "rows before the kill accepted", 20*time.Second, func() error {
-		n, err := acceptedRecords(ctx)
+		n, err := c.accepted(ctx)
 		if err == nil && n != float64(nSessions*killAt) {
 			err = fmt.Errorf("accepted %v, want %d", n, nSessions*killAt)
 		}
@@ -155,7 +152,7 @@ func crashRestart(t *testing.T, sig syscall.Signal) {
 	// Let the checkpoint of that delivery land (written after the
 	// consumer accepted it), then kill without warning.
 	time.Sleep(300 * time.Millisecond)
-	before, err := acceptedRecords(ctx)
+	before, err := c.accepted(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,12 +169,11 @@ func crashRestart(t *testing.T, sig syscall.Signal) {
 	// Half of the rest arrives while the collector is down, the rest after
 	// the restart.
 	writeUpTo(killAt + (len(files[0])-killAt)/2)
-	run2 := start(t, dir, "otelcol-dsh-run2", otelcolBin, env, "--config=otelcol.yaml")
-	poll(t, "otelcol-dsh restarted", 30*time.Second, httpOK(collectorHC), run2)
+	run2 := c.start("otelcol-dsh-run2")
 	writeUpTo(len(files[0]))
 
 	poll(t, "every row accepted once across the crash", 30*time.Second, func() error {
-		n, err := acceptedRecords(ctx)
+		n, err := c.accepted(ctx)
 		if err == nil && before+n != float64(total) {
 			err = fmt.Errorf("run 1 accepted %v + run 2 %v, want %d", before, n, total)
 		}
@@ -185,7 +181,7 @@ func crashRestart(t *testing.T, sig syscall.Signal) {
 	}, run2)
 	// No more than that either, a while later.
 	time.Sleep(time.Second)
-	if n, err := acceptedRecords(ctx); err != nil || before+n != float64(total) {
+	if n, err := c.accepted(ctx); err != nil || before+n != float64(total) {
 		t.Errorf("rows accepted: run 1 %v + run 2 %v (%v), want %d: a row was delivered twice", before, n, err, total)
 	}
 
@@ -204,7 +200,7 @@ func crashRestart(t *testing.T, sig syscall.Signal) {
 			}
 			deadline := time.Now().Add(wait)
 			for {
-				td, err := jaegerTrace(ctx, jaegerQuery, tid)
+				td, err := jaegerTrace(ctx, j.query(), tid)
 				if err == nil {
 					turns, all = turnSpans(td)
 					reason = turnReason(td)
@@ -224,7 +220,7 @@ func crashRestart(t *testing.T, sig syscall.Signal) {
 	}
 	// What run 2's connector made of the rows of the turns that were open
 	// at the kill.
-	if _, body, err := get(ctx, selfURL); err == nil {
+	if _, body, err := get(ctx, c.selfURL()); err == nil {
 		for _, l := range strings.Split(string(body), "\n") {
 			if strings.HasPrefix(l, "otelcol_connector_turn_state_") {
 				t.Logf("run 2: %s", l)

@@ -33,10 +33,10 @@ var nobody = &syscall.Credential{Uid: 65534, Gid: 65534}
 //     with one line naming the file and the fix, and after the fix it
 //     starts with its state whole: no turn lost.
 func TestDamagedState(t *testing.T) {
-	requireFree(t, faultAddrs()...)
-	startJaeger(t, t.TempDir(), "jaeger", faultJaeger)
+	j := newJaegerPorts(t)
+	startJaeger(t, t.TempDir(), "jaeger", j)
 	for _, mode := range []string{"garbage", "truncated", "empty", "permissions"} {
-		t.Run(mode, func(t *testing.T) { damagedState(t, mode) })
+		t.Run(mode, func(t *testing.T) { damagedState(t, mode, j) })
 	}
 }
 
@@ -76,7 +76,7 @@ func (a *damageAgent) write(t *testing.T, rows [][]byte) {
 	a.written = append(a.written, rows...)
 }
 
-func damagedState(t *testing.T, mode string) {
+func damagedState(t *testing.T, mode string, j jaegerPorts) {
 	base, err := os.MkdirTemp("", "dsh-damaged-")
 	if err != nil {
 		t.Fatal(err)
@@ -104,11 +104,8 @@ func damagedState(t *testing.T, mode string) {
 			t.Fatal(err)
 		}
 	}
-	sink, sinkAddr := startSink(t)
-	cfg := writeConfig(t, base, "restart.yaml", restartConfig(restartOptions{}))
-	env := []string{"E2E_DSH_ROOT=" + root, "E2E_STATE_DIR=" + state, "E2E_SINK=" + sinkAddr}
-	bin := lookPath(t, "OTELCOL_DSH", toolsHint)
-	run := func(name string) *process { return startAs(t, base, name, bin, env, cred, "--config="+cfg) }
+	sink := startCountingSink(t)
+	c := restartCollector(t, base, j, sink).set("DSH_SESSIONS", root).set("STATE_DIR", state).as(cred)
 
 	// Two tailed sessions and two posted, each with four turns; the first
 	// run gets turns 1 and 2 and the first half of turn 3.
@@ -122,7 +119,7 @@ func damagedState(t *testing.T, mode string) {
 				t.Fatal(err)
 			}
 		} else {
-			s.http = faultHTTP
+			s.http = c.ingestURL()
 		}
 		s.gen = newLiveGen(s.id, t0.Add(time.Duration(i)*time.Minute))
 		a := &damageAgent{liveSession: s}
@@ -131,8 +128,7 @@ func damagedState(t *testing.T, mode string) {
 		}
 		agents = append(agents, a)
 	}
-	run1 := run("otelcol-dsh-run1")
-	poll(t, "run1 healthy", 60*time.Second, httpOK(faultHealth), run1)
+	run1 := c.start("otelcol-dsh-run1")
 	for _, a := range agents {
 		first := append([][]byte{a.gen.header()}, a.turns[0]...)
 		first = append(first, a.turns[1]...)
@@ -146,7 +142,7 @@ func damagedState(t *testing.T, mode string) {
 		}
 	}
 	waitRows(t, sink, want, 60*time.Second, run1)
-	waitTurns(t, expectTurns(t, agents), true, run1)
+	waitTurns(t, j, expectTurns(t, agents), true, run1)
 	_ = syscall.Kill(run1.cmd.Process.Pid, syscall.SIGKILL)
 	<-run1.done
 
@@ -164,7 +160,7 @@ func damagedState(t *testing.T, mode string) {
 	lost := true
 	var cur *process
 	if mode == "permissions" {
-		refused := run("otelcol-dsh-refused")
+		refused := c.launch("otelcol-dsh-refused")
 		poll(t, "the refusal", 60*time.Second, func() error {
 			if done, _ := refused.exited(); !done {
 				return fmt.Errorf("still running")
@@ -184,11 +180,10 @@ func damagedState(t *testing.T, mode string) {
 			}
 		}
 		lost = false
-		cur = run("otelcol-dsh-fixed")
+		cur = c.start("otelcol-dsh-fixed")
 	} else {
-		cur = run("otelcol-dsh-run2")
+		cur = c.start("otelcol-dsh-run2")
 	}
-	poll(t, "restart healthy", 60*time.Second, httpOK(faultHealth), cur)
 	if lost {
 		out := cur.output()
 		n := strings.Count(out, "Damaged storage file set aside")
@@ -228,10 +223,10 @@ func damagedState(t *testing.T, mode string) {
 	}
 	// The tailed files, read again from their start after their state was
 	// lost, emit their earlier turns again: the same spans, stored twice.
-	waitTurns(t, tailed, !lost, cur)
-	waitTurns(t, posted, true, cur)
+	waitTurns(t, j, tailed, !lost, cur)
+	waitTurns(t, j, posted, true, cur)
 	for _, turn := range gone {
-		td, err := jaegerTrace(context.Background(), faultJaeger.query(), turnrender.TraceID(turn.SessionID, turn.Number))
+		td, err := jaegerTrace(context.Background(), j.query(), turnrender.TraceID(turn.SessionID, turn.Number))
 		if err == nil {
 			if n, _ := turnSpans(td); n != 0 {
 				errorf(t, "%s turn 3 has a turn span, though its first half and its journal were lost", turn.SessionID)
@@ -239,17 +234,15 @@ func damagedState(t *testing.T, mode string) {
 		}
 	}
 	if lost {
-		orphans, _ := metricSum(context.Background(), faultSelf, `otelcol_connector_turn_state_events_dropped`)
-		if orphans == 0 {
+		if orphans := c.self("otelcol_connector_turn_state_events_dropped"); orphans == 0 {
 			errorf(t, "the lost turns' later events were not counted as dropped")
 		}
-		sink.mu.Lock()
+		seen := sink.rowCounts()
 		for _, a := range agents[:2] {
-			if sink.seen[a.id+"/0"] < 2 {
-				errorf(t, "%s: the tailed file was not read again from its start (seq 0 delivered %d times)", a.id, sink.seen[a.id+"/0"])
+			if seen[a.id+"/0"] < 2 {
+				errorf(t, "%s: the tailed file was not read again from its start (seq 0 delivered %d times)", a.id, seen[a.id+"/0"])
 			}
 		}
-		sink.mu.Unlock()
 	}
 	t.Logf("%s: %d turns complete in Jaeger, %d lost as stated", mode, len(tailed)+len(posted), len(gone))
 	if err := cur.stop(30 * time.Second); err != nil {
@@ -274,11 +267,11 @@ func expectTurns(t *testing.T, agents []*damageAgent) []*turnengine.Turn {
 	return out
 }
 
-// waitTurns waits until every turn is complete in Jaeger (with once, each
-// span stored once), failing for each that is not.
-func waitTurns(t *testing.T, turns []*turnengine.Turn, once bool, procs ...*process) {
+// waitTurns waits until every turn is complete in Jaeger at j (with once,
+// each span stored once), failing for each that is not.
+func waitTurns(t *testing.T, j jaegerPorts, turns []*turnengine.Turn, once bool, procs ...*process) {
 	t.Helper()
-	c := checkTurns(context.Background(), faultJaeger.query(), turns, once)
+	c := checkTurns(context.Background(), j.query(), turns, once)
 	report(func(format string, args ...any) { errorf(t, format, args...) }, c.problems)
 	for _, p := range procs {
 		if done, err := p.exited(); done {

@@ -31,7 +31,9 @@ const (
 // it must take HTTP posts on localhost:4320, tail $DSH_HOME/sessions from the
 // beginning, print the finished turns, serve the metrics on localhost:8889,
 // and keep its tail checkpoints in the user's state directory, so that a
-// restart reads on where it stopped.
+// restart reads on where it stopped. It is the one scenario on fixed ports
+// and without the harness: the built-in configuration's own addresses are
+// what it judges (and it fails at once when they are taken).
 func TestDefaultConfig(t *testing.T) {
 	bin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	corpus := testcorpus.Dir(t)

@@ -79,8 +79,9 @@ wait_http() {
   done
 }
 
-# Every port the demo opens (e2e/jaeger.yaml, e2e/otelcol.yaml, Prometheus
-# and dshtrace serve below) must be free: the e2e suite uses the same ones.
+# Every port the demo opens (the defaults of testdata/jaeger.yaml,
+# testdata/collector/suite.yaml and testdata/prometheus.yaml, and dshtrace
+# serve below) must be free.
 for port in 24317 24318 26685 26686 23133 14317 14318 14320 13133 18889 17888 19090 17788; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     echo "demo: 127.0.0.1:$port is in use (another make demo, or make e2e, running?)" >&2
@@ -93,7 +94,7 @@ ui=${JAEGER_UI_ASSETS:-}
 if [[ -z "$ui" && -f "$repo/../shared/jaeger-ui/index.html" ]]; then
   ui=$(cd "$repo/../shared/jaeger-ui" && pwd)
 fi
-jaeger_args=(--config jaeger.yaml)
+jaeger_args=(--config testdata/jaeger.yaml)
 if [[ -n "$ui" ]]; then
   [[ -f "$ui/index.html" ]] || { echo "demo: JAEGER_UI_ASSETS=$ui has no index.html (want a built Jaeger UI)" >&2; exit 1; }
   jaeger_args+=("--set=extensions::jaeger_query::ui::assets_path=$ui"
@@ -112,9 +113,12 @@ done
 
 spawn jaeger "$JAEGER" "${jaeger_args[@]}"
 wait_http http://127.0.0.1:23133/status
-spawn otelcol-dsh env E2E_DSH_ROOT="$root" E2E_STATE_DIR="$run/state" "$OTELCOL_DSH" --config=otelcol.yaml
+spawn otelcol-dsh env DSH_SESSIONS="$root" STATE_DIR="$run/state" "$OTELCOL_DSH" --config=testdata/collector/suite.yaml
 wait_http http://127.0.0.1:13133/
-spawn prometheus "$PROMETHEUS" --config.file=prometheus.yaml --storage.tsdb.path="$run/prometheus" \
+# Prometheus expands no variables: its placeholders take their defaults.
+sed -e "s|\${env:RULES_FILE}|$repo/deploy/rules.yaml|" -e 's/\${env:[A-Z_]*:-\([^}]*\)}/\1/g' \
+  testdata/prometheus.yaml >"$run/prometheus.yaml"
+spawn prometheus "$PROMETHEUS" --config.file="$run/prometheus.yaml" --storage.tsdb.path="$run/prometheus" \
   --web.listen-address=127.0.0.1:19090 --enable-feature=exemplar-storage
 wait_http http://127.0.0.1:19090/-/ready
 replay=http://127.0.0.1:17788

@@ -1,12 +1,17 @@
 //go:build e2e
 
 // Package e2e runs the built otelcol-dsh distribution against real Jaeger v2
-// and Prometheus 3 on loopback ports: it posts corpus sessions over HTTP and
+// and Prometheus 3 on loopback ports picked at run time: it posts corpus sessions over HTTP and
 // has others tailed from a dsh root, then asserts through Jaeger's query API
 // the exact span tree of every turn and through Prometheus's query API the
 // turn, token and tool metrics, lints the scrape with promtool, and runs every
 // PromQL expression of the deploy kit's dashboard and rules against the real
 // Prometheus.
+//
+// Every scenario starts its collectors from a configuration file
+// (testdata/collector, or a shipped one of deploy/collector) through one
+// harness (harness_test.go: ports, placeholders, runs and their logs) and
+// receives what they export in one OTLP sink type (sink_test.go).
 //
 // Run it with `make e2e`, which builds the tools once (tools/build.sh) and the
 // distribution, and sets JAEGER, PROMETHEUS, PROMTOOL and OTELCOL_DSH.
@@ -35,33 +40,30 @@ import (
 	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
-// Loopback addresses (docs/design.md §10.2; nothing uses a default port).
-const (
-	jaegerQuery   = "http://127.0.0.1:26686"
-	jaegerHealth  = "http://127.0.0.1:23133/status"
-	collectorHTTP = "http://127.0.0.1:14320"
-	collectorHC   = "http://127.0.0.1:13133/"
-	exporterURL   = "http://127.0.0.1:18889/metrics"
-	selfURL       = "http://127.0.0.1:17888/metrics"
-	promURL       = "http://127.0.0.1:19090"
-	promListen    = "127.0.0.1:19090"
-	exporterJob   = "otelcol-dsh"
-)
+// exporterJob is testdata/prometheus.yaml's job of the turn metrics.
+const exporterJob = "otelcol-dsh"
 
 const toolsHint = "run `make e2e` (it builds the tools with tools/build.sh and sets the variable)"
 
+// TestEndToEnd runs the suite's collector (testdata/collector/suite.yaml)
+// between Jaeger and Prometheus on the corpus: sessions tailed from a dsh
+// root (one of them growing live) and posted in every encoding and line
+// wrapper. Judged: the receiver's answers (accepted, idempotent, a bad line
+// refused whole); every turn's trace in Jaeger span by span against the
+// turn engine, and the hand-written span trees; every expected series in
+// Prometheus and the hand-checked facts behind them; promtool's lint of
+// both metrics endpoints; exemplars that link to a turn's trace; every
+// dashboard expression and rule healthy on real series; a clean stop.
 func TestEndToEnd(t *testing.T) {
-	promBin := lookPath(t, "PROMETHEUS", toolsHint)
 	promtool := lookPath(t, "PROMTOOL", toolsHint)
-	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	ss := load(t, testcorpus.Dir(t))
 	want := expect(t, ss)
 	ctx := context.Background()
 
 	dir := t.TempDir()
-	dshRoot := filepath.Join(dir, "dsh", "sessions")
-	requireFree(t, "127.0.0.1:24317", "127.0.0.1:24318", "127.0.0.1:26685", "127.0.0.1:26686", "127.0.0.1:23133",
-		"127.0.0.1:14317", "127.0.0.1:14318", "127.0.0.1:14320", "127.0.0.1:13133", "127.0.0.1:18889", "127.0.0.1:17888", promListen)
+	j := newJaegerPorts(t)
+	c := newCollector(t, dir, testConfig("suite")).toJaeger(j)
+	dshRoot := c.sessions()
 	var live session
 	var tailRows int
 	for _, s := range ss {
@@ -80,18 +82,13 @@ func TestEndToEnd(t *testing.T) {
 	writeSession(t, dshRoot, live.id, firstHalf)
 	tailRows += rows(live.body[:cut])
 
-	jaeger := startJaeger(t, dir, "jaeger", suiteJaeger)
-	otelcol := start(t, dir, "otelcol-dsh", otelcolBin,
-		[]string{"E2E_DSH_ROOT=" + dshRoot, "E2E_STATE_DIR=" + filepath.Join(dir, "state")},
-		"--config=otelcol.yaml")
-	poll(t, "otelcol-dsh healthy", 30*time.Second, httpOK(collectorHC), otelcol)
-	prom := start(t, dir, "prometheus", promBin, nil,
-		"--config.file=prometheus.yaml", "--storage.tsdb.path="+filepath.Join(dir, "prometheus"),
-		"--web.listen-address="+promListen, "--enable-feature=exemplar-storage")
-	poll(t, "prometheus ready", 30*time.Second, httpOK(promURL+"/-/ready"), prom)
-	procs := []*process{jaeger, otelcol, prom}
+	jaeger := startJaeger(t, dir, "jaeger", j)
+	otelcol := c.start("otelcol-dsh")
+	prom := startPrometheus(t, dir, c)
+	procs := []*process{jaeger, otelcol, prom.process}
 
-	e := &endToEnd{ctx: ctx, ss: ss, want: want, procs: procs, tailRows: tailRows, live: live, firstHalf: firstHalf, dshRoot: dshRoot, promtool: promtool}
+	e := &endToEnd{ctx: ctx, ss: ss, want: want, col: c, jaeger: j.query(), prom: prom.url, procs: procs,
+		tailRows: tailRows, live: live, firstHalf: firstHalf, dshRoot: dshRoot, promtool: promtool}
 	t.Run("ingest", e.ingest)
 	t.Run("traces", e.traces)
 	t.Run("span trees", e.spanTrees)
@@ -102,7 +99,7 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("rules", e.rules)
 
 	// A clean stop: every process exits on SIGTERM within its grace time.
-	for _, p := range []*process{prom, otelcol, jaeger} {
+	for _, p := range []*process{prom.process, otelcol, jaeger} {
 		if err := p.stop(15 * time.Second); err != nil {
 			t.Errorf("%s: %v", p.name, err)
 		}
@@ -118,6 +115,9 @@ type endToEnd struct {
 	ctx       context.Context
 	ss        []session
 	want      expectation
+	col       *collector
+	jaeger    string // Jaeger's query API
+	prom      string // Prometheus's API
 	procs     []*process
 	tailRows  int
 	live      session
@@ -134,7 +134,7 @@ func (e *endToEnd) ingest(t *testing.T) {
 	// Everything present before the start (and the complete lines of the
 	// live file) is read from the beginning.
 	poll(t, "tailed rows accepted", 30*time.Second, func() error {
-		n, err := acceptedRecords(ctx)
+		n, err := e.col.accepted(ctx)
 		if err == nil && n != float64(tailRows) {
 			err = fmt.Errorf("accepted %v log records, want %d", n, tailRows)
 		}
@@ -144,12 +144,12 @@ func (e *endToEnd) ingest(t *testing.T) {
 	for _, s := range ss {
 		switch s.via {
 		case viaPost, viaPostGzip, viaPostZstd:
-			res := post(t, collectorHTTP+"/v1/sessions/"+s.id+"/events", s.via, s.body)
+			res := post(t, e.col.ingestURL()+"/v1/sessions/"+s.id+"/events", s.via, s.body)
 			if res.code != http.StatusAccepted || res.Accepted == 0 || res.Duplicates != 0 {
 				t.Errorf("%s: HTTP %d %s; want 202 with rows accepted and no duplicates", s.file, res.code, res.raw)
 			}
 		case viaWire:
-			res := post(t, collectorHTTP+"/v1/session-events", s.via, s.body)
+			res := post(t, e.col.ingestURL()+"/v1/session-events", s.via, s.body)
 			if res.code != http.StatusAccepted || res.Accepted == 0 {
 				t.Errorf("%s: HTTP %d %s; want 202 with rows accepted", s.file, res.code, res.raw)
 			}
@@ -158,13 +158,13 @@ func (e *endToEnd) ingest(t *testing.T) {
 	// Re-posting is idempotent: everything is a duplicate, nothing is
 	// emitted again (the metrics below would count it twice).
 	again := ss[0]
-	res := post(t, collectorHTTP+"/v1/sessions/"+again.id+"/events", viaPost, again.body)
+	res := post(t, e.col.ingestURL()+"/v1/sessions/"+again.id+"/events", viaPost, again.body)
 	if res.code != http.StatusAccepted || res.Accepted != 0 || res.Duplicates == 0 {
 		t.Errorf("re-post of %s: HTTP %d %s; want 202, all duplicates", again.file, res.code, res.raw)
 	}
 	// A bad line rejects the whole request, naming the line.
 	bad := append([]byte(strings.SplitAfter(string(ss[1].body), "\n")[0]), []byte("{not json\n")...)
-	res = post(t, collectorHTTP+"/v1/sessions/e2e-rejected/events", viaPost, bad)
+	res = post(t, e.col.ingestURL()+"/v1/sessions/e2e-rejected/events", viaPost, bad)
 	if res.code != http.StatusBadRequest || !strings.Contains(res.raw, `"line"`) {
 		t.Errorf("bad body: HTTP %d %s; want 400 naming the line", res.code, res.raw)
 	}
@@ -182,7 +182,7 @@ func (e *endToEnd) traces(t *testing.T) {
 		name := fmt.Sprintf("%s/turn-%d", turn.SessionID, turn.Number)
 		var diffs []string
 		poll(t, name+" in Jaeger", 60*time.Second, func() error {
-			got, err := jaegerTrace(ctx, jaegerQuery, id)
+			got, err := jaegerTrace(ctx, e.jaeger, id)
 			if err != nil {
 				return err
 			}
@@ -196,7 +196,7 @@ func (e *endToEnd) traces(t *testing.T) {
 			t.Errorf("%s (trace %s): %s", name, id, d)
 		}
 	}
-	services, err := jaegerServices(ctx, jaegerQuery)
+	services, err := jaegerServices(ctx, e.jaeger)
 	if err != nil || !contains(services, turnengine.DefaultAgentName) {
 		t.Errorf("Jaeger services %v (%v): want the agent %q among them", services, err, turnengine.DefaultAgentName)
 	}
@@ -207,7 +207,7 @@ func (e *endToEnd) spanTrees(t *testing.T) {
 	ctx := e.ctx
 	for _, o := range outlines {
 		id := turnrender.TraceID(o.session, o.turn)
-		got, err := jaegerTrace(ctx, jaegerQuery, id)
+		got, err := jaegerTrace(ctx, e.jaeger, id)
 		if err != nil {
 			t.Errorf("%s turn %d: %v", o.session, o.turn, err)
 			continue
@@ -226,7 +226,7 @@ func (e *endToEnd) metrics(t *testing.T) {
 	var diffs []string
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		got, err := storedSeries(ctx, promURL, exporterJob, wantSeries)
+		got, err := storedSeries(ctx, e.prom, exporterJob, wantSeries)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,7 +249,7 @@ func (e *endToEnd) metrics(t *testing.T) {
 		`sum(dsh_usage_tokens_total{gen_ai_token_type="output"})`: 1,
 		`sum(dsh_turns_open)`: 0,
 	} {
-		res, err := promQuery(ctx, promURL, expr)
+		res, err := promQuery(ctx, e.prom, expr)
 		if err != nil || len(res) != 1 || res[0].value < min || (min == 0 && res[0].value != 0) {
 			t.Errorf("%s = %v (%v), want ≥ %v", expr, res, err, min)
 		}
@@ -263,8 +263,8 @@ func (e *endToEnd) promtoolCheckMetrics(t *testing.T) {
 		url  string
 		args []string
 	}{
-		{exporterURL, []string{"check", "metrics"}},                          // full lint: names, units, help
-		{selfURL, []string{"check", "metrics", "--extended", "--lint=none"}}, // v0.165 self-metrics have no _total by design
+		{e.col.metricsURL(), []string{"check", "metrics"}},                           // full lint: names, units, help
+		{e.col.selfURL(), []string{"check", "metrics", "--extended", "--lint=none"}}, // v0.165 self-metrics have no _total by design
 	} {
 		code, body, err := get(ctx, c.url)
 		if err != nil || code != http.StatusOK {
@@ -287,20 +287,20 @@ func (e *endToEnd) exemplars(t *testing.T) {
 	// trace id in Prometheus's exemplar storage (replayed corpus times
 	// are older than what a series already holds, and Prometheus drops
 	// out-of-order exemplars).
-	poll(t, "first scrape", 30*time.Second, returnsSeries(ctx, `up{job="otelcol-dsh"} == 1`), procs...)
+	poll(t, "first scrape", 30*time.Second, returnsSeries(ctx, e.prom, `up{job="otelcol-dsh"} == 1`), procs...)
 	const probe = "e2e-exemplar-probe"
-	res := post(t, collectorHTTP+"/v1/sessions/"+probe+"/events", viaPost, shiftTimes(t, "../testdata/seed/sample.jsonl", time.Now()))
+	res := post(t, e.col.ingestURL()+"/v1/sessions/"+probe+"/events", viaPost, shiftTimes(t, "../testdata/seed/sample.jsonl", time.Now()))
 	if res.code != http.StatusAccepted {
 		t.Fatalf("probe: HTTP %d %s", res.code, res.raw)
 	}
 	trace := turnrender.TraceID(probe, 1)
 	poll(t, "probe trace in Jaeger", 30*time.Second, func() error {
-		_, err := jaegerTrace(ctx, jaegerQuery, trace)
+		_, err := jaegerTrace(ctx, e.jaeger, trace)
 		return err
 	}, procs...)
 	for _, m := range []string{"dsh_turn_duration_seconds_bucket", "gen_ai_client_inference_duration_seconds_bucket", "gen_ai_execute_tool_duration_seconds_bucket", "gen_ai_invoke_agent_duration_seconds_bucket"} {
 		poll(t, m+" exemplar of the probe turn", 30*time.Second, func() error {
-			return exemplarLinksTo(ctx, m, trace.String())
+			return exemplarLinksTo(ctx, e.prom, m, trace.String())
 		}, procs...)
 	}
 }
@@ -312,7 +312,7 @@ func (e *endToEnd) dashboardQueries(t *testing.T) {
 	// The late-closed panel needs a turn that dangled and was ended
 	// later: a crash-repaired session, cut mid-turn, left past the
 	// dangling timeout (3s), then given dsh's repair.
-	lateCloseAfterDangling(t, ctx, procs)
+	lateCloseAfterDangling(t, ctx, e.col.ingestURL(), e.jaeger, e.prom, procs)
 	exprs, err := dashboardExprs(filepath.Join("..", "deploy", "grafana", "dshtrace-dashboard.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -320,9 +320,9 @@ func (e *endToEnd) dashboardQueries(t *testing.T) {
 	if len(exprs) < 20 {
 		t.Fatalf("only %d expressions in the dashboard", len(exprs))
 	}
-	for _, e := range exprs {
-		poll(t, "dashboard: "+e, 30*time.Second, returnsSeries(ctx, e), procs...)
-		poll(t, "dashboard selectors: "+e, 30*time.Second, selectsSeries(ctx, promURL, e), procs...)
+	for _, expr := range exprs {
+		poll(t, "dashboard: "+expr, 30*time.Second, returnsSeries(ctx, e.prom, expr), procs...)
+		poll(t, "dashboard selectors: "+expr, 30*time.Second, selectsSeries(ctx, e.prom, expr), procs...)
 	}
 }
 
@@ -334,7 +334,7 @@ func (e *endToEnd) rules(t *testing.T) {
 	start := time.Now()
 	poll(t, "every rule evaluated healthy", 30*time.Second, func() error {
 		var err error
-		if rules, err = promRules(ctx, promURL); err != nil {
+		if rules, err = promRules(ctx, e.prom); err != nil {
 			return err
 		}
 		if len(rules) < 15 {
@@ -350,15 +350,15 @@ func (e *endToEnd) rules(t *testing.T) {
 	for _, r := range rules {
 		q := r.Query
 		if r.Type == "alerting" {
-			if _, err := promQuery(ctx, promURL, q); err != nil {
+			if _, err := promQuery(ctx, e.prom, q); err != nil {
 				t.Errorf("alert %s: %v", r.Name, err)
 			}
 			q = withBool(q)
 		}
-		poll(t, r.Type+" rule "+r.Name+": "+q, 30*time.Second, returnsSeries(ctx, q), procs...)
-		poll(t, r.Type+" rule "+r.Name+" selectors", 30*time.Second, selectsSeries(ctx, promURL, r.Query), procs...)
+		poll(t, r.Type+" rule "+r.Name+": "+q, 30*time.Second, returnsSeries(ctx, e.prom, q), procs...)
+		poll(t, r.Type+" rule "+r.Name+" selectors", 30*time.Second, selectsSeries(ctx, e.prom, r.Query), procs...)
 		if r.Type == "recording" {
-			poll(t, "recorded series "+r.Name, 30*time.Second, returnsSeries(ctx, r.Name), procs...)
+			poll(t, "recorded series "+r.Name, 30*time.Second, returnsSeries(ctx, e.prom, r.Name), procs...)
 		}
 	}
 }
@@ -450,11 +450,9 @@ var sessionEventReceiver = regexp.MustCompile(`(^|,)receiver="session_event(/[^"
 
 var acceptedLine = regexp.MustCompile(`(?m)^otelcol_receiver_accepted_log_records(?:_total)?\{([^}]*)\} (\S+)`)
 
-// acceptedRecords sums the collector's self-metric of log records accepted
-// by the session_event receivers (all instances).
-func acceptedRecords(ctx context.Context) (float64, error) { return acceptedFrom(ctx, selfURL) }
-
-// acceptedFrom reads that self-metric from a collector's telemetry endpoint.
+// acceptedFrom sums the self-metric of log records accepted by the
+// session_event receivers (all instances) on a collector's telemetry
+// endpoint.
 func acceptedFrom(ctx context.Context, url string) (float64, error) {
 	code, body, err := get(ctx, url)
 	if err != nil {
@@ -473,10 +471,11 @@ func acceptedFrom(ctx context.Context, url string) (float64, error) {
 	return sum, nil
 }
 
-// returnsSeries is a poll check: expr parses and returns at least one series.
-func returnsSeries(ctx context.Context, expr string) func() error {
+// returnsSeries is a poll check: expr parses and returns at least one
+// series in the Prometheus at base.
+func returnsSeries(ctx context.Context, base, expr string) func() error {
 	return func() error {
-		res, err := promQuery(ctx, promURL, expr)
+		res, err := promQuery(ctx, base, expr)
 		if err != nil {
 			return err
 		}
@@ -487,10 +486,10 @@ func returnsSeries(ctx context.Context, expr string) func() error {
 	}
 }
 
-// exemplarLinksTo checks that Prometheus stored an exemplar of a histogram
-// that names the trace (and a span in it).
-func exemplarLinksTo(ctx context.Context, metric, trace string) error {
-	u := fmt.Sprintf("%s/api/v1/query_exemplars?query=%s&start=0&end=%d", promURL, metric, time.Now().Add(time.Hour).Unix())
+// exemplarLinksTo checks that the Prometheus at base stored an exemplar of
+// a histogram that names the trace (and a span in it).
+func exemplarLinksTo(ctx context.Context, base, metric, trace string) error {
+	u := fmt.Sprintf("%s/api/v1/query_exemplars?query=%s&start=0&end=%d", base, metric, time.Now().Add(time.Hour).Unix())
 	code, body, err := get(ctx, u)
 	if err != nil {
 		return err

@@ -114,7 +114,7 @@ func expect(t *testing.T, ss []session) expectation {
 	for _, t := range turns {
 		if t.Dangling() {
 			// The collector closes them after its dangling_timeout (3s in
-			// otelcol.yaml), not at the end of the input.
+			// testdata/collector/suite.yaml), not at the end of the input.
 			t.DanglingCause = turnengine.CauseTimeout
 		}
 	}

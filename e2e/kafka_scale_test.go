@@ -25,13 +25,7 @@ import (
 	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
-// Ports of TestKafkaScaleOut (Jaeger's are jaeger.yaml's, as in the other
-// tests, which run one after another).
 const (
-	scaleKafka      = "127.0.0.1:29192"
-	scaleIngestHTTP = "127.0.0.1:14530"
-	scaleIngestOK   = "127.0.0.1:13250"
-	scaleIngestSelf = "17750"
 	scalePartitions = 8
 	scaleGroup      = "dshtrace-turn-state" // kafka-turn-state.yaml's group_id
 	// scaleSessionTimeout replaces kafka-turn-state.yaml's 45s: with static
@@ -44,9 +38,9 @@ var scaleNodeNames = []string{"node-a", "node-b", "node-c", "node-d"}
 
 // scaleNode is one turn-state instance of the scale-out test.
 type scaleNode struct {
-	name, health, metrics, self string
-	env                         []string
-	proc                        *process
+	name string
+	c    *collector
+	proc *process
 }
 
 // TestKafkaScaleOut runs the scale-out deployment as shipped — the ingest
@@ -92,51 +86,41 @@ func brokerOutage() time.Duration {
 // after the next part, without the topic lost if it is set).
 func runScale(t *testing.T, actions []string, lost string) {
 	kfakeBin := lookPath(t, "KFAKE", toolsHint)
-	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	seed := uint64(envInt(t, "DSH_SCALE_SEED", int(time.Now().UnixNano()%1000000)))
 	t.Logf("seed %d (DSH_SCALE_SEED=%d reproduces the moments)", seed, seed)
 	rng := rand.New(rand.NewPCG(seed, 18))
 	ctx := context.Background()
 	dir := t.TempDir()
 
+	broker := freeAddr(t) // kept across the broker's restarts
+	j := newJaegerPorts(t)
 	nodes := make([]*scaleNode, len(scaleNodeNames))
-	addrs := []string{scaleKafka, "127.0.0.1:24317", "127.0.0.1:26686", "127.0.0.1:23133", scaleIngestHTTP, scaleIngestOK, "127.0.0.1:" + scaleIngestSelf}
 	for i, name := range scaleNodeNames {
-		n := &scaleNode{name: name, health: fmt.Sprintf("127.0.0.1:%d", 13251+i), metrics: fmt.Sprintf("127.0.0.1:%d", 18751+i),
-			self: fmt.Sprintf("127.0.0.1:%d", 17751+i)}
-		n.env = []string{"HOSTNAME=" + name, "HEALTH_ENDPOINT=" + n.health, "PROMETHEUS_ENDPOINT=" + n.metrics,
-			"TELEMETRY_PORT=" + n.self[strings.LastIndexByte(n.self, ':')+1:], "TRACES_OTLP_ENDPOINT=127.0.0.1:24317",
-			"STATE_DIR=" + filepath.Join(dir, "state-"+name), "KAFKA_BROKERS=" + scaleKafka, "TELEMETRY_HOST=127.0.0.1"}
-		nodes[i] = n
-		addrs = append(addrs, n.health, n.metrics, n.self)
+		nodes[i] = &scaleNode{name: name, c: newCollector(t, dir, shippedConfig("kafka-turn-state")).toJaeger(j).
+			set("HOSTNAME", name).set("KAFKA_BROKERS", broker).set("STATE_DIR", filepath.Join(dir, "state-"+name)).
+			with("--set=connectors::turn_state::metrics_flush_interval=1s",
+				"--set=receivers::kafka/sessions::session_timeout="+scaleSessionTimeout.String(),
+				"--set=receivers::kafka/sessions::heartbeat_interval=1s")}
 	}
-	requireFree(t, addrs...)
 
-	kfakeArgs := []string{"-port=" + scaleKafka[strings.LastIndexByte(scaleKafka, ':')+1:],
+	kfakeArgs := []string{"-port=" + addrPort(broker),
 		"-partitions=" + strconv.Itoa(scalePartitions), "-data-dir=" + filepath.Join(dir, "kafka-data")}
 	kfakeRuns := 1
 	kfake := start(t, dir, "kfake", kfakeBin, nil, kfakeArgs...)
-	jaeger := startJaeger(t, dir, "jaeger", suiteJaeger)
+	jaeger := startJaeger(t, dir, "jaeger", j)
 	backends := []*process{jaeger}
 
 	runs := 0
 	startNode := func(n *scaleNode) {
 		runs++
-		n.proc = start(t, dir, fmt.Sprintf("turn-state-%s-%d", n.name, runs), otelcolBin, n.env,
-			"--config=../deploy/collector/kafka-turn-state.yaml",
-			"--set=connectors::turn_state::metrics_flush_interval=1s",
-			"--set=receivers::kafka/sessions::session_timeout="+scaleSessionTimeout.String(),
-			"--set=receivers::kafka/sessions::heartbeat_interval=1s")
-		poll(t, n.name+" healthy", 30*time.Second, httpOK("http://"+n.health+"/"), append(backends, kfake, n.proc)...)
+		n.proc = n.c.start(fmt.Sprintf("turn-state-%s-%d", n.name, runs), append(backends, kfake)...)
 	}
 	for _, n := range nodes[:3] {
 		startNode(n)
 	}
-	ingest := start(t, dir, "ingest", otelcolBin, []string{
-		"SESSION_EVENT_ENDPOINT=" + scaleIngestHTTP, "HEALTH_ENDPOINT=" + scaleIngestOK, "KAFKA_BROKERS=" + scaleKafka,
-		"STATE_DIR=" + filepath.Join(dir, "ingest-state"), "TELEMETRY_PORT=" + scaleIngestSelf, "TELEMETRY_HOST=127.0.0.1",
-	}, "--config=../deploy/collector/kafka-ingest.yaml")
-	poll(t, "ingest healthy", 30*time.Second, httpOK("http://"+scaleIngestOK+"/"), append(backends, kfake, ingest)...)
+	in := newCollector(t, dir, shippedConfig("kafka-ingest")).
+		set("KAFKA_BROKERS", broker).set("STATE_DIR", filepath.Join(dir, "ingest-state"))
+	ingest := in.start("ingest", append(backends, kfake)...)
 	backends = append(backends, ingest)
 	alive := func() []*process {
 		out := append([]*process(nil), backends...)
@@ -155,7 +139,7 @@ func runScale(t *testing.T, actions []string, lost string) {
 	poll(t, "partitions assigned to the three nodes", 60*time.Second, func() error {
 		total := 0
 		for _, n := range nodes[:3] {
-			owned, err := ownedPartitions(ctx, "http://"+n.self+"/metrics")
+			owned, err := ownedPartitions(ctx, n.c.selfURL())
 			if err != nil {
 				return err
 			}
@@ -236,7 +220,7 @@ func runScale(t *testing.T, actions []string, lost string) {
 					if halves {
 						n, halves = len(part)/2, false
 					}
-					np, nr, err := postScale(scaleIngestHTTP, a.id, bytes.Join(part[:n], nil))
+					np, nr, err := postScale(in.ingestURL(), a.id, bytes.Join(part[:n], nil))
 					mu.Lock()
 					posts, resent = posts+np, resent+nr
 					if err != nil {
@@ -272,7 +256,7 @@ func runScale(t *testing.T, actions []string, lost string) {
 			settled := time.Now()
 			if kfake != nil { // with the broker away there is no group to settle
 				poll(t, "group settled before "+moment, 60*time.Second, func() error {
-					return groupSettled(ctx, nodes)
+					return groupSettled(ctx, broker, nodes)
 				}, alive()...)
 			}
 			if d := time.Since(settled); d > 100*time.Millisecond {
@@ -335,7 +319,7 @@ func runScale(t *testing.T, actions []string, lost string) {
 			deadline = time.Now().Add(time.Second) // they have had their time
 		}
 		for {
-			td, err := jaegerTrace(ctx, jaegerQuery, id)
+			td, err := jaegerTrace(ctx, j.query(), id)
 			if err == nil {
 				roots, _ = turnSpans(td)
 				diffs = compareTrace(wantTD, td)
@@ -351,7 +335,7 @@ func runScale(t *testing.T, actions []string, lost string) {
 			time.Sleep(200 * time.Millisecond)
 		}
 		raw := 0
-		if rtd, err := jaegerRawTrace(ctx, jaegerQuery, id); err == nil {
+		if rtd, err := jaegerRawTrace(ctx, j.query(), id); err == nil {
 			raw = rtd.SpanCount()
 		}
 		name := fmt.Sprintf("%s turn %d", turn.SessionID, turn.Number)
@@ -398,7 +382,7 @@ func runScale(t *testing.T, actions []string, lost string) {
 		if n.proc == nil {
 			continue
 		}
-		_, body, err := get(ctx, "http://"+n.self+"/metrics")
+		_, body, err := get(ctx, n.c.selfURL())
 		if err != nil {
 			errorf(t, "%s: %v", n.name, err)
 			continue
@@ -407,7 +391,7 @@ func runScale(t *testing.T, actions []string, lost string) {
 			v, _ := strconv.ParseFloat(string(m[2]), 64)
 			sums[string(m[1])] += v
 		}
-		owned, _ := ownedPartitions(ctx, "http://"+n.self+"/metrics")
+		owned, _ := ownedPartitions(ctx, n.c.selfURL())
 		v := map[string]float64{}
 		for _, m := range viewLine.FindAllSubmatch(body, -1) {
 			v[string(m[1])], _ = strconv.ParseFloat(string(m[2]), 64)
@@ -462,7 +446,7 @@ func runScale(t *testing.T, actions []string, lost string) {
 	}
 
 	// What the changelog cost: its records and bytes, per event.
-	records, bytesWritten := changelogSize(t, ctx)
+	records, bytesWritten := changelogSize(t, ctx, broker)
 	t.Logf("changelog: %d records, %d bytes (keys, values, headers) for %d events: %.2f records and %.0f bytes per event",
 		records, bytesWritten, rows-nSessions, float64(records)/float64(rows-nSessions), float64(bytesWritten)/float64(rows-nSessions))
 	for _, n := range nodes {
@@ -475,8 +459,8 @@ func runScale(t *testing.T, actions []string, lost string) {
 // groupSettled is nil when the turn-state group is Stable with exactly the
 // running instances as members and all partitions owned: no rebalance is
 // under way, and no stopped member is left for one to wait for.
-func groupSettled(ctx context.Context, nodes []*scaleNode) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(scaleKafka))
+func groupSettled(ctx context.Context, broker string, nodes []*scaleNode) error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker))
 	if err != nil {
 		return err
 	}
@@ -506,7 +490,7 @@ func groupSettled(ctx context.Context, nodes []*scaleNode) error {
 			continue
 		}
 		running = append(running, n.name)
-		k, err := ownedPartitions(ctx, "http://"+n.self+"/metrics")
+		k, err := ownedPartitions(ctx, n.c.selfURL())
 		if err != nil {
 			return err
 		}
@@ -529,13 +513,14 @@ var viewLine = regexp.MustCompile(`(?m)^otelcol_connector_turn_state_changelog_(
 
 var selfLine = regexp.MustCompile(`(?m)^(otelcol_connector_turn_state_(?:sessions_restored|turns_handed_over|restore_failures|events_redelivered|restore_duration_count|restore_duration_sum|turns_dangling|changelog_lost|changelog_reads))(?:_total)?(?:\{[^}]*\})? (\S+)`)
 
-// postScale posts rows of one session until they are accepted (a 5xx or a
+// postScale posts rows of one session to the ingest base URL until they
+// are accepted (a 5xx or a
 // connection error is retried, as a client does); it returns the requests
 // made and how many were resent.
-func postScale(addr, id string, body []byte) (int, int, error) {
+func postScale(ingest, id string, body []byte) (int, int, error) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for n := 1; ; n++ {
-		req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/sessions/"+id+"/events", bytes.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, ingest+"/v1/sessions/"+id+"/events", bytes.NewReader(body))
 		if err != nil {
 			return n, n - 1, err
 		}
@@ -560,8 +545,8 @@ func postScale(addr, id string, body []byte) (int, int, error) {
 // changelogSize reads the whole changelog topic (kfake does not compact
 // unless told to, so this is everything written) and sums its records and
 // their bytes.
-func changelogSize(t *testing.T, ctx context.Context) (int, int) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(scaleKafka), kgo.ConsumeTopics("dsh-turn-state-changelog"),
+func changelogSize(t *testing.T, ctx context.Context, broker string) (int, int) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumeTopics("dsh-turn-state-changelog"),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
 		fatalf(t, "changelog client: %v", err)

@@ -23,11 +23,8 @@ const kafkaPartitions = 4
 
 // turnStateNode is one tier-2 collector of the Kafka deployment.
 type turnStateNode struct {
-	agent   string // its turn_state agent_name, so that spans tell which node built them
-	health  string
-	metrics string
-	self    string
-	env     []string
+	agent string // its turn_state agent_name, so that spans tell which node built them
+	c     *collector
 }
 
 // TestKafkaTwoTier runs the scale-out deployment of deploy/collector as
@@ -38,7 +35,6 @@ type turnStateNode struct {
 // turn must reach Jaeger with exactly the span tree the engine computes.
 func TestKafkaTwoTier(t *testing.T) {
 	kfakeBin := lookPath(t, "KFAKE", toolsHint)
-	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	var ss []session
 	for _, s := range load(t, testcorpus.Dir(t)) {
 		if s.via != viaTail && s.via != viaTailLive { // HTTP only: the ingest tier tails nothing here
@@ -47,43 +43,29 @@ func TestKafkaTwoTier(t *testing.T) {
 	}
 	ctx := context.Background()
 	dir := t.TempDir()
-	requireFree(t, "127.0.0.1:29092", "127.0.0.1:24317", "127.0.0.1:26686", "127.0.0.1:23133", "127.0.0.1:14430", "127.0.0.1:13150",
-		"127.0.0.1:17950", "127.0.0.1:13151", "127.0.0.1:18951", "127.0.0.1:17951", "127.0.0.1:13152", "127.0.0.1:18952", "127.0.0.1:17952")
-
-	kfake := start(t, dir, "kfake", kfakeBin, nil, "-port=29092", "-partitions="+strconv.Itoa(kafkaPartitions))
-	jaeger := startJaeger(t, dir, "jaeger", suiteJaeger)
+	broker := freeAddr(t)
+	kfake := start(t, dir, "kfake", kfakeBin, nil, "-port="+addrPort(broker), "-partitions="+strconv.Itoa(kafkaPartitions))
+	j := newJaegerPorts(t)
+	jaeger := startJaeger(t, dir, "jaeger", j)
 	procs := []*process{kfake, jaeger}
 
-	common := []string{"KAFKA_BROKERS=127.0.0.1:29092", "TELEMETRY_HOST=127.0.0.1"}
-	nodes := []turnStateNode{
-		{agent: "node-a", health: "127.0.0.1:13151", metrics: "127.0.0.1:18951", self: "127.0.0.1:17951"},
-		{agent: "node-b", health: "127.0.0.1:13152", metrics: "127.0.0.1:18952", self: "127.0.0.1:17952"},
+	nodes := []turnStateNode{{agent: "node-a"}, {agent: "node-b"}}
+	for i := range nodes {
+		n := &nodes[i]
+		n.c = newCollector(t, dir, shippedConfig("kafka-turn-state")).toJaeger(j).
+			set("HOSTNAME", n.agent).set("KAFKA_BROKERS", broker).set("STATE_DIR", filepath.Join(dir, "state-"+n.agent)).
+			with("--set=connectors::turn_state::agent_name="+n.agent, "--set=connectors::turn_state::metrics_flush_interval=1s")
+		procs = append(procs, n.c.start("turn-state-"+n.agent, procs...))
 	}
-	for _, n := range nodes {
-		env := append([]string{
-			"HOSTNAME=" + n.agent, "HEALTH_ENDPOINT=" + n.health, "PROMETHEUS_ENDPOINT=" + n.metrics,
-			"TELEMETRY_PORT=" + n.self[strings.LastIndexByte(n.self, ':')+1:], "TRACES_OTLP_ENDPOINT=127.0.0.1:24317",
-			"STATE_DIR=" + filepath.Join(dir, "state-"+n.agent),
-		}, common...)
-		p := start(t, dir, "turn-state-"+n.agent, otelcolBin, env,
-			"--config=../deploy/collector/kafka-turn-state.yaml",
-			"--set=connectors::turn_state::agent_name="+n.agent,
-			"--set=connectors::turn_state::metrics_flush_interval=1s")
-		poll(t, n.agent+" healthy", 30*time.Second, httpOK("http://"+n.health+"/"), append(procs, p)...)
-		procs = append(procs, p)
-	}
-	ingest := start(t, dir, "ingest", otelcolBin, append([]string{
-		"SESSION_EVENT_ENDPOINT=127.0.0.1:14430", "HEALTH_ENDPOINT=127.0.0.1:13150",
-		"STATE_DIR=" + filepath.Join(dir, "ingest-state"), "TELEMETRY_PORT=17950",
-	}, common...), "--config=../deploy/collector/kafka-ingest.yaml")
-	poll(t, "ingest healthy", 30*time.Second, httpOK("http://127.0.0.1:13150/"), append(procs, ingest)...)
-	procs = append(procs, ingest)
+	in := newCollector(t, dir, shippedConfig("kafka-ingest")).
+		set("KAFKA_BROKERS", broker).set("STATE_DIR", filepath.Join(dir, "ingest-state"))
+	procs = append(procs, in.start("ingest", procs...))
 
 	// The group settles: every partition owned, each node owning some.
 	poll(t, "partitions assigned to both nodes", 60*time.Second, func() error {
 		total := 0
 		for _, n := range nodes {
-			owned, err := ownedPartitions(ctx, "http://"+n.self+"/metrics")
+			owned, err := ownedPartitions(ctx, n.c.selfURL())
 			if err != nil {
 				return err
 			}
@@ -99,9 +81,9 @@ func TestKafkaTwoTier(t *testing.T) {
 	}, procs...)
 
 	for _, s := range ss {
-		url, via := "http://127.0.0.1:14430/v1/sessions/"+s.id+"/events", s.via
+		url, via := in.ingestURL()+"/v1/sessions/"+s.id+"/events", s.via
 		if s.via == viaWire {
-			url = "http://127.0.0.1:14430/v1/session-events"
+			url = in.ingestURL() + "/v1/session-events"
 		}
 		if res := post(t, url, via, s.body); res.code != http.StatusAccepted || res.Accepted == 0 {
 			t.Fatalf("%s: HTTP %d %s", s.file, res.code, res.raw)
@@ -116,7 +98,7 @@ func TestKafkaTwoTier(t *testing.T) {
 		var node string
 		var diffs []string
 		poll(t, name+" in Jaeger", 60*time.Second, func() error {
-			got, err := jaegerTrace(ctx, jaegerQuery, id)
+			got, err := jaegerTrace(ctx, j.query(), id)
 			if err != nil {
 				return err
 			}
@@ -168,7 +150,7 @@ func TestKafkaTwoTier(t *testing.T) {
 	poll(t, "events counted once across the nodes", 30*time.Second, func() error {
 		sum := 0.0
 		for _, n := range nodes {
-			v, err := metricSum(ctx, "http://"+n.metrics+"/metrics", "dsh_session_events_total")
+			v, err := metricSum(ctx, n.c.metricsURL(), "dsh_session_events_total")
 			if err != nil {
 				return err
 			}

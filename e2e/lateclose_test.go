@@ -28,13 +28,11 @@ import (
 // interrupted; turn 2 is exact; dsh.turns.closed_late counts 1; nothing is
 // emitted twice.
 func TestLateCloseAfterDangling(t *testing.T) {
-	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
-	requireFree(t, "127.0.0.1:24317", "127.0.0.1:24318", "127.0.0.1:26685", "127.0.0.1:26686", "127.0.0.1:23133",
-		"127.0.0.1:14317", "127.0.0.1:14318", "127.0.0.1:14320", "127.0.0.1:13133", "127.0.0.1:18889", "127.0.0.1:17888")
 	ctx := context.Background()
 	dir := t.TempDir()
-	root := filepath.Join(dir, "dsh", "sessions")
-	env := []string{"E2E_DSH_ROOT=" + root, "E2E_STATE_DIR=" + filepath.Join(dir, "state")}
+	j := newJaegerPorts(t)
+	c := newCollector(t, dir, testConfig("suite")).toJaeger(j)
+	root := c.sessions()
 
 	log := shiftTimes(t, filepath.Join("..", "testdata", "dialects", "crash-repaired.jsonl"), time.Now().Add(-time.Minute))
 	lines := bytes.SplitAfter(log, []byte("\n"))
@@ -51,13 +49,12 @@ func TestLateCloseAfterDangling(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	startJaeger(t, dir, "jaeger", suiteJaeger)
-	col := start(t, dir, "otelcol-dsh", otelcolBin, env, "--config=otelcol.yaml")
-	poll(t, "otelcol-dsh healthy", 30*time.Second, httpOK(collectorHC), col)
+	startJaeger(t, dir, "jaeger", j)
+	col := c.start("otelcol-dsh")
 
 	trace1, trace2 := turnrender.TraceID(id, 1), turnrender.TraceID(id, 2)
 	poll(t, "turn 1 dangling in Jaeger", 30*time.Second, func() error {
-		td, err := jaegerTrace(ctx, jaegerQuery, trace1)
+		td, err := jaegerTrace(ctx, j.query(), trace1)
 		if err != nil {
 			return err
 		}
@@ -75,7 +72,7 @@ func TestLateCloseAfterDangling(t *testing.T) {
 
 	var late ptrace.Span
 	poll(t, "turn 1's late close and turn 2 in Jaeger", 30*time.Second, func() error {
-		td, err := jaegerTrace(ctx, jaegerQuery, trace1)
+		td, err := jaegerTrace(ctx, j.query(), trace1)
 		if err != nil {
 			return err
 		}
@@ -89,14 +86,14 @@ func TestLateCloseAfterDangling(t *testing.T) {
 		if found != 1 {
 			return fmt.Errorf("%d late-close spans in turn 1's trace", found)
 		}
-		if _, err := jaegerTrace(ctx, jaegerQuery, trace2); err != nil {
+		if _, err := jaegerTrace(ctx, j.query(), trace2); err != nil {
 			return err
 		}
 		return nil
 	}, col)
 	time.Sleep(2 * time.Second) // anything emitted twice would have arrived by now
 
-	td1, err := jaegerTrace(ctx, jaegerQuery, trace1)
+	td1, err := jaegerTrace(ctx, j.query(), trace1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +124,7 @@ func TestLateCloseAfterDangling(t *testing.T) {
 	}
 
 	// Turn 2 exactly as the engine maps it.
-	td2, err := jaegerTrace(ctx, jaegerQuery, trace2)
+	td2, err := jaegerTrace(ctx, j.query(), trace2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +133,7 @@ func TestLateCloseAfterDangling(t *testing.T) {
 	}
 
 	poll(t, "dsh_turns_closed_late_total", 20*time.Second, func() error {
-		_, body, err := get(ctx, "http://127.0.0.1:18889/metrics")
+		_, body, err := get(ctx, c.metricsURL())
 		if err != nil {
 			return err
 		}
@@ -167,21 +164,22 @@ func allSpans(td ptrace.Traces) []ptrace.Span {
 }
 
 // lateCloseAfterDangling posts testdata's crash-repaired session as
-// "e2e-late-close" in two parts — up to the crash, and after
-// dangling_timeout the repair and the next turn — and waits until its
-// late close is counted.
-func lateCloseAfterDangling(t *testing.T, ctx context.Context, procs []*process) {
+// "e2e-late-close" to the collector at ingest in two parts — up to the
+// crash, and after dangling_timeout the repair and the next turn — and
+// waits until Prometheus (prom) counts its late close; jaeger is the query
+// API of the collector's Jaeger.
+func lateCloseAfterDangling(t *testing.T, ctx context.Context, ingest, jaeger, prom string, procs []*process) {
 	t.Helper()
 	log := shiftTimes(t, filepath.Join("..", "testdata", "dialects", "crash-repaired.jsonl"), time.Now().Add(-time.Minute))
 	lines := bytes.SplitAfter(log, []byte("\n"))
 	const cut = 14 // the header and seqs 0–12: up to tool/call call_w
-	url := collectorHTTP + "/v1/sessions/e2e-late-close/events"
+	url := ingest + "/v1/sessions/e2e-late-close/events"
 	if r := post(t, url, viaPost, bytes.Join(lines[:cut], nil)); r.code != http.StatusAccepted {
 		t.Fatalf("late-close session, before the crash: HTTP %d %s", r.code, r.raw)
 	}
 	trace := turnrender.TraceID("e2e-late-close", 1)
 	poll(t, "the cut turn dangling", 30*time.Second, func() error {
-		td, err := jaegerTrace(ctx, jaegerQuery, trace)
+		td, err := jaegerTrace(ctx, jaeger, trace)
 		if err == nil && turnReason(td) != "dangling/timeout" {
 			err = fmt.Errorf("turn 1 root %q", turnReason(td))
 		}
@@ -190,5 +188,5 @@ func lateCloseAfterDangling(t *testing.T, ctx context.Context, procs []*process)
 	if r := post(t, url, viaPost, bytes.Join(lines[cut:], nil)); r.code != http.StatusAccepted {
 		t.Fatalf("late-close session, the repair: HTTP %d %s", r.code, r.raw)
 	}
-	poll(t, "dsh_turns_closed_late_total", 30*time.Second, returnsSeries(ctx, `dsh_turns_closed_late_total{dsh_turn_end_reason="interrupted"} >= 1`), procs...)
+	poll(t, "dsh_turns_closed_late_total", 30*time.Second, returnsSeries(ctx, prom, `dsh_turns_closed_late_total{dsh_turn_end_reason="interrupted"} >= 1`), procs...)
 }

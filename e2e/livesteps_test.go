@@ -22,12 +22,10 @@ import (
 // root; once the turn/end is posted, the root follows, and every span of
 // the turn is there once.
 func TestLiveSteps(t *testing.T) {
-	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
-	requireFree(t, "127.0.0.1:24317", "127.0.0.1:24318", "127.0.0.1:26685", "127.0.0.1:26686", "127.0.0.1:23133",
-		"127.0.0.1:14317", "127.0.0.1:14318", "127.0.0.1:14320", "127.0.0.1:13133", "127.0.0.1:18889", "127.0.0.1:17888")
 	ctx := context.Background()
 	dir := t.TempDir()
-	env := []string{"E2E_DSH_ROOT=" + filepath.Join(dir, "none"), "E2E_STATE_DIR=" + filepath.Join(dir, "state")}
+	j := newJaegerPorts(t)
+	c := newCollector(t, dir, testConfig("suite")).toJaeger(j)
 
 	log := shiftTimes(t, filepath.Join("..", "testdata", "dialects", "v4-tools.jsonl"), time.Now().Add(-time.Minute))
 	lines := bytes.SplitAfter(bytes.TrimSpace(log), []byte("\n"))
@@ -43,17 +41,16 @@ func TestLiveSteps(t *testing.T) {
 	const id = "9a8b7c6d-5e4f-4a3b-9c2d-1e0f9a8b7c6d" // the header's
 	trace := turnrender.TraceID(id, 1)
 
-	startJaeger(t, dir, "jaeger", suiteJaeger)
-	col := start(t, dir, "otelcol-dsh", otelcolBin, env, "--config=otelcol.yaml")
-	poll(t, "otelcol-dsh healthy", 30*time.Second, httpOK(collectorHC), col)
+	startJaeger(t, dir, "jaeger", j)
+	col := c.start("otelcol-dsh")
 
-	url := collectorHTTP + "/v1/sessions/" + id + "/events"
+	url := c.ingestURL() + "/v1/sessions/" + id + "/events"
 	if r := post(t, url, viaPost, bytes.Join(lines[:last], nil)); r.code != http.StatusAccepted {
 		t.Fatalf("post without the turn/end: %d %s", r.code, r.raw)
 	}
 	var stepsBefore int
 	poll(t, "the running turn's finished steps in Jaeger", 20*time.Second, func() error {
-		td, err := jaegerTrace(ctx, jaegerQuery, trace)
+		td, err := jaegerTrace(ctx, j.query(), trace)
 		if err != nil {
 			return err
 		}
@@ -76,7 +73,7 @@ func TestLiveSteps(t *testing.T) {
 	}, col)
 	// Still no root a while later: the turn is open.
 	time.Sleep(time.Second)
-	if td, err := jaegerTrace(ctx, jaegerQuery, trace); err == nil {
+	if td, err := jaegerTrace(ctx, j.query(), trace); err == nil {
 		if roots, _ := turnSpans(td); roots != 0 {
 			t.Fatalf("%d root spans while the turn is open", roots)
 		}
@@ -87,7 +84,7 @@ func TestLiveSteps(t *testing.T) {
 	}
 	want := expectedTurn(t, log, id)
 	poll(t, "the root after the turn/end", 20*time.Second, func() error {
-		td, err := jaegerTrace(ctx, jaegerQuery, trace)
+		td, err := jaegerTrace(ctx, j.query(), trace)
 		if err != nil {
 			return err
 		}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,64 +15,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-)
-
-// memlimitConfig: the logs pipeline is session_event → memory_limiter →
-// turn_state, with a limit a little above the collector's idle use (about
-// 40 MiB RSS, 3–4 MiB of Go heap, which is what the limiter measures):
-// refusing from 24 MiB of heap (limit 48 − spike 24), checked every 100 ms.
-// The collector runs with GOMEMLIMIT at 80% of the limit, as the
-// memory_limiter's README recommends: without it the Go heap grows with
-// garbage to twice the live data between collections, forced GCs that free
-// little back off, and the peak RSS and the time the refusals last vary
-// widely from run to run (117–239 MiB, 8–38 s on a busy 2-core machine).
-// The traces go to the debug exporter, sampled down to a line now and then.
-// Ports of its own: 14440 (HTTP), 13160 (health), 17960 (self-telemetry).
-const memlimitConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:13160
-receivers:
-  session_event:
-    http:
-      endpoint: 127.0.0.1:14440
-processors:
-  memory_limiter:
-    check_interval: 100ms
-    limit_mib: 48
-    spike_limit_mib: 24
-connectors:
-  turn_state:
-    dangling_timeout: 30s
-exporters:
-  debug:
-    verbosity: basic
-    sampling_initial: 1
-    sampling_thereafter: 1000
-service:
-  extensions: [health_check]
-  pipelines:
-    logs:
-      receivers: [session_event]
-      processors: [memory_limiter]
-      exporters: [turn_state]
-    traces:
-      receivers: [turn_state]
-      exporters: [debug]
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: 17960
-`
-
-const (
-	memlimitHTTP = "http://127.0.0.1:14440"
-	memlimitHC   = "http://127.0.0.1:13160/"
-	memlimitSelf = "http://127.0.0.1:17960/metrics"
 )
 
 // paddedSession is synthSession with every user message carrying pad more
@@ -111,18 +52,16 @@ func vmStatus(pid int, field string) (int64, error) {
 // refused, and the collector's peak RSS stayed bounded, far below what was
 // posted.
 func TestMemoryLimiterOverload(t *testing.T) {
-	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
-	requireFree(t, "127.0.0.1:14440", "127.0.0.1:13160", "127.0.0.1:17960")
 	ctx := context.Background()
-	dir := t.TempDir()
 	begin := time.Now()
-
-	cfg := filepath.Join(dir, "memlimit.yaml")
-	if err := os.WriteFile(cfg, []byte(memlimitConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	otelcol := start(t, dir, "otelcol-dsh-memlimit", otelcolBin, []string{"GOMEMLIMIT=38MiB"} /* 80% of limit_mib */, "--config="+cfg)
-	poll(t, "otelcol-dsh healthy", 30*time.Second, httpOK(memlimitHC), otelcol)
+	// GOMEMLIMIT at 80% of limit_mib, as the memory_limiter's README
+	// recommends: without it the Go heap grows with garbage to twice the
+	// live data between collections, forced GCs that free little back off,
+	// and the peak RSS and the time the refusals last vary widely from run
+	// to run (117–239 MiB, 8–38 s on a busy 2-core machine).
+	c := newCollector(t, t.TempDir(), testConfig("memlimit")).set("GOMEMLIMIT", "38MiB")
+	otelcol := c.start("otelcol-dsh-memlimit")
+	ingest, self := c.ingestURL(), c.selfURL()
 	pid := otelcol.cmd.Process.Pid
 	idle, err := vmStatus(pid, "VmRSS")
 	if err != nil {
@@ -165,7 +104,7 @@ func TestMemoryLimiterOverload(t *testing.T) {
 				res.sessions++
 				res.bytes += int64(len(body))
 				for attempt := 1; ; attempt++ {
-					req, _ := http.NewRequest(http.MethodPost, memlimitHTTP+"/v1/sessions/"+id+"/events", strings.NewReader(body))
+					req, _ := http.NewRequest(http.MethodPost, ingest+"/v1/sessions/"+id+"/events", strings.NewReader(body))
 					req.Header.Set("Content-Type", "application/x-ndjson")
 					resp, err := hc.Do(req)
 					if err != nil {
@@ -258,19 +197,19 @@ func TestMemoryLimiterOverload(t *testing.T) {
 	}
 	// The collector's own count agrees, and its refusals are the clients'.
 	poll(t, "accepted log records", 10*time.Second, func() error {
-		n, err := acceptedFrom(ctx, memlimitSelf)
+		n, err := acceptedFrom(ctx, self)
 		if err == nil && n != float64(sum.posted) {
 			err = fmt.Errorf("otelcol_receiver_accepted_log_records = %v, want %d", n, sum.posted)
 		}
 		return err
 	}, otelcol)
 	for _, name := range []string{"otelcol_processor_memory_limiter_refused_log_records", "otelcol_receiver_refused_log_records"} {
-		if n, err := metricSum(ctx, memlimitSelf, name); err != nil || n != float64(sum.refusedRows) {
+		if n, err := metricSum(ctx, self, name); err != nil || n != float64(sum.refusedRows) {
 			t.Errorf("%s = %v (%v), want %d: the rows of the refused requests", name, n, err, sum.refusedRows)
 		}
 	}
 	// Every row reached turn_state once: no duplicates dropped there.
-	if n, err := seriesSum(ctx, memlimitSelf, "otelcol_connector_turn_state_events_dropped", `reason="duplicate"`); err != nil || n != 0 {
+	if n, err := seriesSum(ctx, self, "otelcol_connector_turn_state_events_dropped", `reason="duplicate"`); err != nil || n != 0 {
 		t.Errorf("turn_state dropped %v duplicate events (%v), want 0", n, err)
 	}
 	// Bounded memory, whatever was posted: the idle collector plus the

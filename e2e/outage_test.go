@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,64 +15,6 @@ import (
 
 	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
-
-// outageConfig: HTTP ingest, turn_state, and traces to Jaeger through an
-// otlp_grpc exporter whose sending queue lives in file_storage and whose
-// retries never give up within the test.
-const outageConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:13133
-  file_storage/queue:
-    directory: ${env:E2E_STATE_DIR}
-    create_directory: true
-receivers:
-  session_event:
-    http:
-      endpoint: 127.0.0.1:14320
-processors:
-  memory_limiter:
-    check_interval: 1s
-    limit_mib: 400
-    spike_limit_mib: 100
-connectors:
-  turn_state:
-    dangling_timeout: 30s
-exporters:
-  otlp_grpc/jaeger:
-    endpoint: 127.0.0.1:24317
-    tls:
-      insecure: true
-    timeout: 2s
-    retry_on_failure:
-      enabled: true
-      initial_interval: 100ms
-      max_interval: 1s
-      max_elapsed_time: 0
-    sending_queue:
-      enabled: true
-      storage: file_storage/queue
-      queue_size: 10000
-      num_consumers: 2
-service:
-  extensions: [health_check, file_storage/queue]
-  pipelines:
-    logs:
-      receivers: [session_event]
-      processors: [memory_limiter]
-      exporters: [turn_state]
-    traces:
-      receivers: [turn_state]
-      exporters: [otlp_grpc/jaeger]
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: 17888
-`
 
 // rssKiB reads a process's resident set size.
 func rssKiB(pid int) (int64, error) {
@@ -89,10 +30,11 @@ func rssKiB(pid int) (int64, error) {
 	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
 }
 
-// postRows posts NDJSON rows of one session and returns the answer.
-func postRows(t *testing.T, id string, rows [][]byte) postResult {
+// postRows posts NDJSON rows of one session to the collector at ingest
+// and returns the answer.
+func postRows(t *testing.T, ingest, id string, rows [][]byte) postResult {
 	t.Helper()
-	return post(t, collectorHTTP+"/v1/sessions/"+id+"/events", viaPost, bytes.Join(rows, nil))
+	return post(t, ingest+"/v1/sessions/"+id+"/events", viaPost, bytes.Join(rows, nil))
 }
 
 // TestBackendOutage stops Jaeger while sessions keep arriving, and restarts
@@ -104,29 +46,22 @@ func TestBackendOutage(t *testing.T) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		t.Skip("needs /proc to sample RSS")
 	}
-	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
-	requireFree(t, "127.0.0.1:24317", "127.0.0.1:24318", "127.0.0.1:26685", "127.0.0.1:26686", "127.0.0.1:23133",
-		"127.0.0.1:14320", "127.0.0.1:13133", "127.0.0.1:17888")
 	ctx := context.Background()
 	dir := t.TempDir()
-	cfg := filepath.Join(dir, "outage.yaml")
-	if err := os.WriteFile(cfg, []byte(outageConfig), 0o644); err != nil {
-		t.Fatal(err)
-	}
-
-	jaeger := startJaeger(t, dir, "jaeger", suiteJaeger)
-	otelcol := start(t, dir, "otelcol-dsh-outage", otelcolBin, []string{"E2E_STATE_DIR=" + filepath.Join(dir, "state")}, "--config="+cfg)
-	poll(t, "otelcol-dsh healthy", 30*time.Second, httpOK(collectorHC), otelcol)
+	j := newJaegerPorts(t)
+	c := newCollector(t, dir, testConfig("outage")).toJaeger(j)
+	jaeger := startJaeger(t, dir, "jaeger", j)
+	otelcol := c.start("otelcol-dsh-outage")
 	pid := otelcol.cmd.Process.Pid
 
 	// Warm-up: one session through the healthy pipeline.
 	t0 := time.Now().Add(-time.Minute)
 	warm := "0u7a6e00-0000-4000-8000-000000000000"
-	if res := postRows(t, warm, synthSession(warm, 2, t0)); res.code != http.StatusAccepted {
+	if res := postRows(t, c.ingestURL(), warm, synthSession(warm, 2, t0)); res.code != http.StatusAccepted {
 		t.Fatalf("warm-up post: HTTP %d %s", res.code, res.raw)
 	}
 	poll(t, "warm-up trace in Jaeger", 30*time.Second, func() error {
-		_, err := jaegerTrace(ctx, jaegerQuery, turnrender.TraceID(warm, 2))
+		_, err := jaegerTrace(ctx, j.query(), turnrender.TraceID(warm, 2))
 		return err
 	}, otelcol)
 	base, err := rssKiB(pid)
@@ -148,14 +83,14 @@ func TestBackendOutage(t *testing.T) {
 	}
 	for i := range ids {
 		ids[i] = fmt.Sprintf("0u7a6e00-0000-4000-8000-%012d", i+1)
-		if res := postRows(t, ids[i], synthSession(ids[i], nTurns, t0.Add(time.Duration(i)*time.Second))); res.code != http.StatusAccepted {
+		if res := postRows(t, c.ingestURL(), ids[i], synthSession(ids[i], nTurns, t0.Add(time.Duration(i)*time.Second))); res.code != http.StatusAccepted {
 			t.Fatalf("post during the outage: HTTP %d %s", res.code, res.raw)
 		}
 		sample()
 	}
 	// The spans wait in the queue while the exporter retries.
 	poll(t, "spans queued", 15*time.Second, func() error {
-		n, err := metricSum(ctx, selfURL, "otelcol_exporter_queue_size")
+		n, err := metricSum(ctx, c.selfURL(), "otelcol_exporter_queue_size")
 		if err == nil && n == 0 {
 			err = fmt.Errorf("otelcol_exporter_queue_size = 0")
 		}
@@ -165,7 +100,7 @@ func TestBackendOutage(t *testing.T) {
 		sample()
 		time.Sleep(200 * time.Millisecond)
 	}
-	queued, _ := metricSum(ctx, selfURL, "otelcol_exporter_queue_size")
+	queued, _ := metricSum(ctx, c.selfURL(), "otelcol_exporter_queue_size")
 
 	// The queue is on disk: the collector is restarted (SIGTERM) while
 	// Jaeger is still down, and the new process sends what the old one
@@ -173,11 +108,10 @@ func TestBackendOutage(t *testing.T) {
 	if err := otelcol.stop(15 * time.Second); err != nil {
 		t.Fatal(err)
 	}
-	otelcol = start(t, dir, "otelcol-dsh-outage-restarted", otelcolBin, []string{"E2E_STATE_DIR=" + filepath.Join(dir, "state")}, "--config="+cfg)
-	poll(t, "otelcol-dsh restarted", 30*time.Second, httpOK(collectorHC), otelcol)
+	otelcol = c.start("otelcol-dsh-outage-restarted")
 	pid = otelcol.cmd.Process.Pid
 	poll(t, "queue restored from file_storage", 15*time.Second, func() error {
-		n, err := metricSum(ctx, selfURL, "otelcol_exporter_queue_size")
+		n, err := metricSum(ctx, c.selfURL(), "otelcol_exporter_queue_size")
 		if err == nil && n != queued {
 			err = fmt.Errorf("otelcol_exporter_queue_size = %v after the restart, want %v", n, queued)
 		}
@@ -185,14 +119,14 @@ func TestBackendOutage(t *testing.T) {
 	}, otelcol)
 
 	// Recovery.
-	startJaeger(t, dir, "jaeger-restarted", suiteJaeger)
+	startJaeger(t, dir, "jaeger-restarted", j)
 	var missing []string
 	deadline := time.Now().Add(60 * time.Second)
 	for _, id := range ids {
 		for n := 1; n <= nTurns; n++ {
 			var turns, all int
 			for {
-				td, err := jaegerTrace(ctx, jaegerQuery, turnrender.TraceID(id, int64(n)))
+				td, err := jaegerTrace(ctx, j.query(), turnrender.TraceID(id, int64(n)))
 				if err == nil {
 					turns, all = turnSpans(td)
 				}
@@ -211,14 +145,14 @@ func TestBackendOutage(t *testing.T) {
 		t.Errorf("after the outage: %s", m)
 	}
 	poll(t, "queue drained", 30*time.Second, func() error {
-		n, err := metricSum(ctx, selfURL, "otelcol_exporter_queue_size")
+		n, err := metricSum(ctx, c.selfURL(), "otelcol_exporter_queue_size")
 		if err == nil && n != 0 {
 			err = fmt.Errorf("otelcol_exporter_queue_size = %v", n)
 		}
 		return err
 	}, otelcol)
-	failed, _ := metricSum(ctx, selfURL, "otelcol_exporter_send_failed_spans")
-	sent, _ := metricSum(ctx, selfURL, "otelcol_exporter_sent_spans")
+	failed, _ := metricSum(ctx, c.selfURL(), "otelcol_exporter_send_failed_spans")
+	sent, _ := metricSum(ctx, c.selfURL(), "otelcol_exporter_sent_spans")
 	t.Logf("RSS: %d KiB before the outage, at most %d KiB during it and the recovery; %v requests queued at the peak; sent %v spans, %v failed (given up)",
 		base, maxRSS, queued, sent, failed)
 	// Sent by the restarted collector: every outage turn, 3 spans each.

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bytes"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -19,46 +18,16 @@ import (
 // endpoint while it runs, and writes the CPU profile of its whole run to
 // save_to_file when it stops.
 func TestPprofExtension(t *testing.T) {
-	bin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	dir := t.TempDir()
-	addrs := freePorts(t, 2)
 	prof := filepath.Join(dir, "cpu.prof")
-	cfg := fmt.Sprintf(`extensions:
-  pprof:
-    endpoint: %s
-    save_to_file: %q
-receivers:
-  session_event:
-    http:
-      endpoint: %s
-connectors:
-  turn_state:
-exporters:
-  debug:
-    verbosity: basic
-service:
-  extensions: [pprof]
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
-    logs:
-      receivers: [session_event]
-      exporters: [turn_state]
-    traces:
-      receivers: [turn_state]
-      exporters: [debug]
-`, addrs[0], prof, addrs[1])
-	cfgPath := filepath.Join(dir, "otelcol.yaml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := start(t, dir, "otelcol-dsh", bin, nil, "--config="+cfgPath)
+	c := newCollector(t, dir, testConfig("pprof")).set("PPROF_FILE", prof)
+	pprof := c.addr("PPROF_ENDPOINT")
+	p := c.launch("otelcol-dsh")
 
 	var index []byte
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		resp, err := http.Get("http://" + addrs[0] + "/debug/pprof/")
+		resp, err := http.Get("http://" + pprof + "/debug/pprof/")
 		if err == nil {
 			index, _ = io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -67,7 +36,7 @@ service:
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("pprof endpoint %s not serving after 30s (last error %v)\n%s", addrs[0], err, p.tail(30))
+			t.Fatalf("pprof endpoint %s not serving after 30s (last error %v)\n%s", pprof, err, p.tail(30))
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -21,23 +21,25 @@ func soak() bool { return os.Getenv("DSH_SOAK") == "1" }
 
 // pressureRun is a fault test's collector on the restart configuration
 // with a fleet of 30 tailed and 10 posted sessions, its rows at a sink and
-// its spans in the fault tests' Jaeger.
+// its spans in a Jaeger of its own.
 type pressureRun struct {
 	t      *testing.T
 	dir    string
 	state  string
-	sink   *logSink
+	sink   *otlpSink
 	fleet  *fleet
+	c      *collector
 	col    *process
+	ports  jaegerPorts
 	jaeger *process
 	rng    *rand.Rand
 }
 
-// startPressure starts Jaeger, the collector on o with its state in state
-// (made when missing) and the fleet; seedVar names the seed's variable.
-func startPressure(t *testing.T, o restartOptions, state, seedVar, tag string) *pressureRun {
+// startPressure starts Jaeger, the collector on the restart configuration
+// with its state in state (made when missing; "": its own) and vars
+// ("NAME=value") set, and the fleet; seedVar names the seed's variable.
+func startPressure(t *testing.T, state, seedVar, tag string, vars ...string) *pressureRun {
 	t.Helper()
-	requireFree(t, faultAddrs()...)
 	seed := seedFrom(t, seedVar)
 	t.Logf("seed %d (%s=%d reproduces the fleet's rows and the fault's moments)", seed, seedVar, seed)
 	dir := t.TempDir()
@@ -46,12 +48,16 @@ func startPressure(t *testing.T, o restartOptions, state, seedVar, tag string) *
 	}
 	root := filepath.Join(dir, "sessions")
 	r := &pressureRun{t: t, dir: dir, state: state, rng: rand.New(rand.NewPCG(seed, 0xfa17))}
-	var sinkAddr string
-	r.sink, sinkAddr = startSink(t)
-	r.jaeger = startJaeger(t, dir, "jaeger", faultJaeger)
-	env := []string{"E2E_DSH_ROOT=" + root, "E2E_STATE_DIR=" + state, "E2E_SINK=" + sinkAddr}
-	r.col = startCollector(t, dir, "otelcol-dsh", writeConfig(t, dir, "pressure.yaml", restartConfig(o)), env, faultHealth, 60*time.Second)
-	r.fleet = newFleet(t, seed, tag, root, 30, faultHTTP, 10)
+	r.sink = startCountingSink(t)
+	r.ports = newJaegerPorts(t)
+	r.jaeger = startJaeger(t, dir, "jaeger", r.ports)
+	r.c = restartCollector(t, dir, r.ports, r.sink).set("DSH_SESSIONS", root).set("STATE_DIR", state)
+	for _, v := range vars {
+		name, value, _ := strings.Cut(v, "=")
+		r.c.set(name, value)
+	}
+	r.col = r.c.start("otelcol-dsh")
+	r.fleet = newFleet(t, seed, tag, root, 30, r.c.ingestURL(), 10)
 	r.fleet.start()
 	return r
 }
@@ -83,7 +89,7 @@ func (r *pressureRun) finish() written {
 	if rows.lost > 0 || rows.unexpected > 0 {
 		errorf(t, "rows: %d lost, %d never written", rows.lost, rows.unexpected)
 	}
-	turns := checkTurns(context.Background(), faultJaeger.query(), want.turns, true)
+	turns := checkTurns(context.Background(), r.ports.query(), want.turns, true)
 	report(func(format string, args ...any) { errorf(t, format, args...) }, turns.problems)
 	t.Logf("%d sessions, %d rows (%d deliveries repeated, most %d of one row), %d turns (%d problems); HTTP: %d posts, %d answered 503, %d resent",
 		len(r.fleet.agents), len(w.rows), rows.repeated, rows.most, len(want.turns), len(turns.problems), w.posts, w.refused, w.retries)
@@ -147,7 +153,7 @@ func TestFullDisk(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	mountTmpfs(t, state, "32m")
-	r := startPressure(t, restartOptions{}, state, "DSH_FULLDISK_SEED", "d15cf011")
+	r := startPressure(t, state, "DSH_FULLDISK_SEED", "d15cf011")
 	full := 15 * time.Second
 	episodes := 1
 	if soak() {
@@ -159,9 +165,9 @@ func TestFullDisk(t *testing.T) {
 		time.Sleep(time.Duration(500+r.rng.IntN(1500)) * time.Millisecond)
 		filler := fill(t, state)
 		t.Logf("episode %d: %s full for %v (Jaeger away)", e+1, state, full)
-		before := writeFailures()
+		before := r.writeFailures()
 		poll(t, "the write errors", 30*time.Second, func() error {
-			if writeFailures() == before {
+			if r.writeFailures() == before {
 				return fmt.Errorf("no failed write counted yet")
 			}
 			return nil
@@ -173,7 +179,7 @@ func TestFullDisk(t *testing.T) {
 	}
 	failures := map[string]float64{}
 	for _, m := range writeFailureMetrics {
-		failures[m] = selfValue(m)
+		failures[m] = r.c.self(m)
 	}
 	r.jaegerBack()
 	w := r.finish()
@@ -181,7 +187,7 @@ func TestFullDisk(t *testing.T) {
 	out := r.col.output()
 	enospc := strings.Count(out, "no space left on device")
 	t.Logf("write errors counted: %v; %d log lines name ENOSPC, by where they were logged: %v", failures, enospc, byCaller(out, "no space left on device"))
-	if writeFailures() == 0 || enospc == 0 {
+	if r.writeFailures() == 0 || enospc == 0 {
 		errorf(t, "the disk never filled: the test proves nothing")
 	}
 	if w.refused == 0 {
@@ -215,10 +221,10 @@ var writeFailureMetrics = []string{
 }
 
 // writeFailures is their sum.
-func writeFailures() float64 {
+func (r *pressureRun) writeFailures() float64 {
 	var n float64
 	for _, m := range writeFailureMetrics {
-		n += selfValue(m)
+		n += r.c.self(m)
 	}
 	return n
 }
@@ -231,7 +237,7 @@ func writeFailures() float64 {
 // Retry-After, the tailer waiting — and nothing is dropped. When Jaeger
 // is back everything catches up: no row lost, every turn once.
 func TestLongOutage(t *testing.T) {
-	r := startPressure(t, restartOptions{queueSize: 20}, "", "DSH_OUTAGE_SEED", "0a7a6e00")
+	r := startPressure(t, "", "DSH_OUTAGE_SEED", "0a7a6e00", "QUEUE_SIZE=20")
 	away := 30 * time.Second
 	if soak() {
 		away = 10 * time.Minute
@@ -240,21 +246,21 @@ func TestLongOutage(t *testing.T) {
 	r.jaegerAway()
 	var held float64
 	poll(t, "turns held (the queue full)", 120*time.Second, func() error {
-		if held = selfValue("otelcol_connector_turn_state_turns_held"); held == 0 {
+		if held = r.c.self("otelcol_connector_turn_state_turns_held"); held == 0 {
 			return fmt.Errorf("no turn held yet")
 		}
 		return nil
 	}, r.col)
 	t.Logf("the queue is full: %v turns held", held)
 	time.Sleep(away)
-	full := selfValue("otelcol_exporter_enqueue_failed_spans")
+	full := r.c.self("otelcol_exporter_enqueue_failed_spans")
 	r.jaegerBack()
 	w := r.finish()
 	t.Logf("Jaeger away for %v: %v spans refused by the full queue, %d requests answered 503", away, full, w.refused)
 	if full == 0 || w.refused == 0 {
 		errorf(t, "the queue never refused (%v spans) or no request was answered 503 (%d): the backpressure was not exercised", full, w.refused)
 	}
-	if lost := selfValue("otelcol_connector_turn_state_turns_lost"); lost != 0 {
+	if lost := r.c.self("otelcol_connector_turn_state_turns_lost"); lost != 0 {
 		errorf(t, "%v turns lost", lost)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -20,104 +19,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 )
-
-// randomKillConfig: both transports with their state in file_storage (the
-// tailer's checkpoints, the HTTP source's dedup state), turn_state's
-// journal, and both exporters behind a sending queue in file_storage that
-// retries forever: spans to Jaeger over OTLP gRPC, the log rows to the
-// test's OTLP/HTTP sink (the distribution has no file exporter). Spans are
-// batched by the exporter, after its persistent queue: a batch processor
-// before it would hold them in memory once the connector counted them as
-// delivered, and a kill would lose them.
-const randomKillConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:15133
-  file_storage:
-    directory: ${env:E2E_STATE_DIR}
-    create_directory: true
-receivers:
-  session_event:
-    http:
-      endpoint: 127.0.0.1:15320
-      storage: file_storage
-    files:
-      include: ["${env:E2E_DSH_ROOT}/**/session*.jsonl*"]
-      start_at: beginning
-      poll_interval: 100ms
-      storage: file_storage
-processors:
-  memory_limiter:
-    check_interval: 1s
-    limit_mib: 600
-    spike_limit_mib: 150
-connectors:
-  turn_state:
-    dangling_timeout: 10m
-    gap_timeout: 30s
-    storage: file_storage
-exporters:
-  otlp_grpc/jaeger:
-    endpoint: 127.0.0.1:25317
-    tls:
-      insecure: true
-    timeout: 5s
-    retry_on_failure:
-      enabled: true
-      initial_interval: 100ms
-      max_interval: 1s
-      max_elapsed_time: 0
-    sending_queue:
-      enabled: true
-      storage: file_storage
-      queue_size: 100000
-      num_consumers: 2
-      batch:                 # batching after the persistent queue, not a batch processor before it
-        flush_timeout: 200ms
-  otlp_http/sink:
-    logs_endpoint: http://${env:E2E_SINK}/v1/logs
-    compression: none
-    timeout: 5s
-    retry_on_failure:
-      enabled: true
-      initial_interval: 100ms
-      max_interval: 1s
-      max_elapsed_time: 0
-    sending_queue:
-      enabled: true
-      storage: file_storage
-      queue_size: 100000
-      num_consumers: 1
-service:
-  extensions: [health_check, file_storage]
-  pipelines:
-    logs:
-      receivers: [session_event]
-      processors: [memory_limiter]
-      exporters: [turn_state, otlp_http/sink]
-    traces:
-      receivers: [turn_state]
-      exporters: [otlp_grpc/jaeger]
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: 17988
-`
-
-// The random-kill test has loopback ports of its own (Jaeger's through
-// jaeger.yaml's variables), so that no other e2e run's clients reach its
-// collector while it restarts.
-const (
-	rkHTTP        = "http://127.0.0.1:15320"
-	rkCollectorHC = "http://127.0.0.1:15133/"
-	rkSelfURL     = "http://127.0.0.1:17988/metrics"
-)
-
-var rkJaeger = jaegerPorts{otlpGRPC: 25317, otlpHTTP: 25318, queryHTTP: 27686, queryGRPC: 27685, health: 24133}
 
 var restoredLine = regexp.MustCompile(`Sessions restored from the journal`)
 
@@ -151,36 +52,29 @@ func seedFrom(t *testing.T, name string) uint64 {
 //     are counted and must stay within the bound docs/operating.md states:
 //     rows in flight at a kill, at most one delivery per source per kill.
 func TestRandomKill(t *testing.T) {
-	requireFree(t, append(rkJaeger.addrs(), "127.0.0.1:15320", "127.0.0.1:15133", "127.0.0.1:17988")...)
 	kills := envInt(t, "DSH_SOAK_KILLS", 20)
 	seed := seedFrom(t, "DSH_SOAK_SEED")
 	t.Logf("random-kill seed %d (DSH_SOAK_SEED=%d reproduces the kill instants), %d kills", seed, seed, kills)
 	dir := t.TempDir()
-	root := filepath.Join(dir, "dsh", "sessions")
-	sink, sinkAddr := startSink(t)
-	c := &restarts{
-		t: t, dir: dir, cfg: writeConfig(t, dir, "randomkill.yaml", randomKillConfig),
-		env:    []string{"E2E_DSH_ROOT=" + root, "E2E_STATE_DIR=" + filepath.Join(dir, "state"), "E2E_SINK=" + sinkAddr},
-		health: rkCollectorHC, self: rkSelfURL, startup: 2 * time.Second,
-	}
-	f := newFleet(t, seed, "5ea1c0de", root, 30, rkHTTP, 10)
-	startJaeger(t, dir, "jaeger", rkJaeger)
+	sink := startCountingSink(t)
+	j := newJaegerPorts(t)
+	c := &restarts{t: t, col: newCollector(t, dir, testConfig("randomkill")).toJaeger(j).toSink(sink), startup: 2 * time.Second}
+	f := newFleet(t, seed, "5ea1c0de", c.col.sessions(), 30, c.col.ingestURL(), 10)
+	startJaeger(t, dir, "jaeger", j)
 	c.run()
 	c.healthy()
 	f.start()
 	c.killAtRandom(rand.New(rand.NewPCG(seed, 0x5eed)), kills)
 	c.healthy()
 	f.finish(t)
-	judgeRandomKill(t, f, sink, c, kills)
+	judgeRandomKill(t, f, sink, j, c, kills)
 }
 
 // restarts runs otelcol-dsh run after run on one configuration and state,
 // and reads each run's protocol self-metrics before it is stopped.
 type restarts struct {
 	t                 *testing.T
-	dir, cfg          string
-	env               []string
-	health, self      string
+	col               *collector
 	runs              []*process
 	cur               *process
 	started           time.Time
@@ -194,13 +88,13 @@ type restarts struct {
 // run starts the next run.
 func (c *restarts) run() {
 	c.started = time.Now()
-	c.cur = start(c.t, c.dir, fmt.Sprintf("otelcol-dsh-run%03d", len(c.runs)+1), lookPath(c.t, "OTELCOL_DSH", toolsHint), c.env, "--config="+c.cfg)
+	c.cur = c.col.launch(fmt.Sprintf("otelcol-dsh-run%03d", len(c.runs)+1))
 	c.runs = append(c.runs, c.cur)
 }
 
 // healthy waits until the current run is healthy.
 func (c *restarts) healthy() {
-	poll(c.t, "otelcol-dsh healthy", 60*time.Second, httpOK(c.health), c.cur)
+	poll(c.t, "otelcol-dsh healthy", 60*time.Second, httpOK(c.col.healthURL()), c.cur)
 	if d := time.Since(c.started); d > 0 {
 		c.startup = d
 	}
@@ -213,7 +107,7 @@ func (c *restarts) readSelf() {
 		"otelcol_connector_turn_state_journal_restored_events": &c.restored,
 		"otelcol_receiver_session_event_rows_duplicate":        &c.rowDups,
 	} {
-		if v, err := metricSum(context.Background(), c.self, name); err == nil {
+		if v, err := metricSum(context.Background(), c.col.selfURL(), name); err == nil {
 			*sum += v
 		}
 	}
@@ -269,13 +163,13 @@ func (c *restarts) kill() {
 // only within what the sink's lost requests can hold (one source delivery
 // each, at most 1000 rows), span problems only of spans absent, and only
 // when the traces queue reported losing requests.
-func judgeRandomKill(t *testing.T, f *fleet, sink *logSink, c *restarts, kills int) {
+func judgeRandomKill(t *testing.T, f *fleet, sink *otlpSink, j jaegerPorts, c *restarts, kills int) {
 	w := f.written()
 	want := expect(t, w.sessions)
 	t.Logf("%d sessions (%d tailed, %d over HTTP), %d rows, %d turns; HTTP: %d posts, %d resent, %d rows acknowledged as duplicates",
 		len(f.agents), f.nFiles, len(f.agents)-f.nFiles, w.nRows, len(want.turns), w.posts, w.retries, w.dupAck)
 	waitRows(t, sink, w.rows, 120*time.Second, c.cur)
-	turns := checkTurns(context.Background(), rkJaeger.query(), want.turns, true)
+	turns := checkTurns(context.Background(), j.query(), want.turns, true)
 	if turns.dangling > 0 {
 		errorf(t, "the expectation has %d dangling turns: the agents must end every turn", turns.dangling)
 	}
@@ -313,7 +207,7 @@ func judgeRandomKill(t *testing.T, f *fleet, sink *logSink, c *restarts, kills i
 		logf = t.Logf
 	}
 	report(logf, turns.problems)
-	if _, body, err := get(context.Background(), c.self); err == nil {
+	if _, body, err := get(context.Background(), c.col.selfURL()); err == nil {
 		for _, l := range strings.Split(string(body), "\n") {
 			if strings.HasPrefix(l, "otelcol_connector_turn_state_") || strings.HasPrefix(l, "otelcol_receiver_session_event_") {
 				t.Logf("last run: %s", l)

@@ -4,18 +4,14 @@ package e2e
 
 import (
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
@@ -29,81 +25,6 @@ const (
 	secretSession  = "5ec2e7aa-1111-4222-8333-444455556666"
 )
 
-// The overlay on deploy/collector/redact-content.yaml: loopback addresses
-// come from its environment variables; the traces go to the test's OTLP
-// sink instead of Jaeger. Everything else — the processors, the connector's
-// capture_content — is the shipped file's.
-const redactOverlay = `
-exporters:
-  otlp_http/sink:
-    traces_endpoint: http://%s/v1/traces
-    compression: none
-    retry_on_failure:
-      enabled: false
-service:
-  pipelines:
-    traces:
-      exporters: [otlp_http/sink]
-`
-
-// traceSink is an OTLP/HTTP traces endpoint that keeps what it receives.
-type traceSink struct {
-	mu    sync.Mutex
-	spans []ptrace.Span
-}
-
-func (s *traceSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	req := ptraceotlp.NewExportRequest()
-	if err := req.UnmarshalProto(b); err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	s.mu.Lock()
-	for _, rs := range req.Traces().ResourceSpans().All() {
-		for _, ss := range rs.ScopeSpans().All() {
-			for _, sp := range ss.Spans().All() {
-				c := ptrace.NewSpan()
-				sp.CopyTo(c)
-				s.spans = append(s.spans, c)
-			}
-		}
-	}
-	s.mu.Unlock()
-	resp, _ := ptraceotlp.NewExportResponse().MarshalProto()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	w.Write(resp)
-}
-
-// freePorts returns n loopback addresses free at the moment.
-func freePorts(t *testing.T, n int) []string {
-	t.Helper()
-	var out []string
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().String())
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return out
-}
-
-func (s *traceSink) snapshot() []ptrace.Span {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]ptrace.Span(nil), s.spans...)
-}
-
 // TestRedactContent runs deploy/collector/redact-content.yaml (content
 // capture on, the transform and redaction processors in the traces
 // pipeline), posts a session whose prompt, tool arguments and tool result
@@ -111,7 +32,6 @@ func (s *traceSink) snapshot() []ptrace.Span {
 // secret anywhere, the masks where they were, and the rest of the captured
 // content intact.
 func TestRedactContent(t *testing.T) {
-	bin := lookPath(t, "OTELCOL_DSH", toolsHint)
 	body, err := os.ReadFile(filepath.Join("testdata", "secret-session.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -122,47 +42,21 @@ func TestRedactContent(t *testing.T) {
 			t.Fatalf("testdata/secret-session.jsonl lacks %q", s)
 		}
 	}
-	// Every address of the collector under this test is a free loopback
-	// port of the moment: none is shared with the other tests.
-	ports := freePorts(t, 6)
-	ingest, health := ports[0], ports[1]
-
-	sink := &traceSink{}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	sink := startSink(t)
+	c := newCollector(t, t.TempDir(), shippedConfig("redact-content"), testConfig("redact-to-sink")).toSink(sink)
+	if err := os.MkdirAll(c.sessions(), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	srv := &http.Server{Handler: sink}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
+	col := c.start("otelcol-dsh")
 
-	dir := t.TempDir()
-	overlay := filepath.Join(dir, "overlay.yaml")
-	if err := os.WriteFile(overlay, []byte(fmt.Sprintf(redactOverlay, l.Addr())), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	sessions := filepath.Join(dir, "sessions")
-	if err := os.MkdirAll(sessions, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	env := []string{
-		"HEALTH_ENDPOINT=" + health, "SESSION_EVENT_ENDPOINT=" + ingest,
-		"OTLP_GRPC_ENDPOINT=" + ports[2], "OTLP_HTTP_ENDPOINT=" + ports[3],
-		"PROMETHEUS_ENDPOINT=" + ports[4], "TELEMETRY_HOST=127.0.0.1", "TELEMETRY_PORT=" + addrPort(ports[5]),
-		"STATE_DIR=" + filepath.Join(dir, "state"), "DSH_SESSIONS=" + sessions,
-	}
-	col := start(t, dir, "otelcol-dsh", bin, env,
-		"--config=../deploy/collector/redact-content.yaml", "--config="+overlay)
-	poll(t, "otelcol-dsh healthy", 30*time.Second, httpOK("http://"+health+"/"), col)
-
-	res := post(t, "http://"+ingest+"/v1/sessions/"+secretSession+"/events", viaPost, body)
+	res := post(t, c.ingestURL()+"/v1/sessions/"+secretSession+"/events", viaPost, body)
 	if res.code != http.StatusAccepted || res.Accepted == 0 {
 		t.Fatalf("post: HTTP %d %s", res.code, res.raw)
 	}
 	trace := turnrender.TraceID(secretSession, 1)
 	var spans []ptrace.Span
 	poll(t, "the turn's spans exported", 30*time.Second, func() error {
-		spans = sink.snapshot()
+		spans = allSpans(sink.receivedTraces())
 		for _, sp := range spans {
 			if sp.TraceID() == trace && sp.ParentSpanID().IsEmpty() {
 				return nil

@@ -267,6 +267,12 @@ func longSession(t *testing.T, path string, n int) {
 	}
 }
 
+// TestReplayPages renders testdata sessions with `dshtrace replay` and
+// `dshtrace serve` and opens the pages in headless Chromium. Judged: every
+// turn, call and row of a log is on its page; clicks go to the rows and
+// source ranges they name; a log full of markup stays inert text; a long
+// session is folded but for the linked turn; the served list and deep
+// links work; no page requests anything outside itself.
 func TestReplayPages(t *testing.T) {
 	bin := dshtraceBin(t)
 	ctx := browser(t)
@@ -493,7 +499,6 @@ func serve(t *testing.T, bin, root string, flags ...string) string {
 // is needed.
 func TestReplayFromJaeger(t *testing.T) {
 	assets := uiAssets(t)
-	jaegerBin := lookPath(t, "JAEGER", toolsHint)
 	bin := dshtraceBin(t)
 	ctx := browser(t)
 	dir := t.TempDir()
@@ -512,8 +517,8 @@ func TestReplayFromJaeger(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	p := freePorts(t, 5)
-	jaegerQuery := "http://" + p[0]
+	j := newJaegerPorts(t)
+	jaegerQuery := j.query()
 	replay := serve(t, bin, filepath.Join(dir, "root"), "--jaeger", jaegerQuery)
 	// The repository's link patterns, pointed at this test's server.
 	patterns, err := os.ReadFile("jaeger-ui.json")
@@ -524,13 +529,9 @@ func TestReplayFromJaeger(t *testing.T) {
 	if err := os.WriteFile(uiConfig, []byte(strings.ReplaceAll(string(patterns), "http://127.0.0.1:17788", replay)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	jaeger := start(t, dir, "jaeger", jaegerBin, []string{
-		"JAEGER_QUERY_HTTP_PORT=" + addrPort(p[0]), "JAEGER_QUERY_GRPC_PORT=" + addrPort(p[1]),
-		"JAEGER_HEALTH_PORT=" + addrPort(p[2]), "JAEGER_OTLP_GRPC_PORT=" + addrPort(p[3]), "JAEGER_OTLP_HTTP_PORT=" + addrPort(p[4]),
-	}, "--config", "jaeger.yaml", "--set=extensions::jaeger_query::ui::assets_path="+assets,
+	startJaeger(t, dir, "jaeger", j, "--set=extensions::jaeger_query::ui::assets_path="+assets,
 		"--set=extensions::jaeger_query::ui::config_file="+uiConfig)
-	poll(t, "jaeger healthy", 30*time.Second, httpOK("http://"+p[2]+"/status"), jaeger)
-	if out, err := exec.Command(bin, "spans", "--otlp-endpoint", "http://"+p[4], log).CombinedOutput(); err != nil {
+	if out, err := exec.Command(bin, "spans", "--otlp-endpoint", j.otlpHTTPURL(), log).CombinedOutput(); err != nil {
 		t.Fatalf("spans: %v\n%s", err, out)
 	}
 	trace := strings.Fields(strings.SplitN(run(t, bin, "spans", log), "\n", 2)[0])[1]

@@ -9,11 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,104 +18,10 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
 	"go.opentelemetry.io/collector/pdata/ptrace"
-	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
 )
-
-// stampConfig: dsh's own OTLP log export arrives at the otlp receiver; one
-// logs pipeline runs it through the turn_state processor to a log sink,
-// another feeds the turn_state connector, whose traces go to a trace sink.
-// Both sinks are this test's OTLP/HTTP endpoint.
-const stampConfig = `
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:13170
-receivers:
-  otlp:
-    protocols:
-      http:
-        endpoint: 127.0.0.1:14450
-processors:
-  turn_state:
-connectors:
-  turn_state:
-exporters:
-  otlp_http/sink:
-    endpoint: http://${env:E2E_SINK}
-    compression: none
-    sending_queue:
-      enabled: false
-service:
-  extensions: [health_check]
-  pipelines:
-    logs/stamped:
-      receivers: [otlp]
-      processors: [turn_state]
-      exporters: [otlp_http/sink]
-    logs/turns:
-      receivers: [otlp]
-      exporters: [turn_state]
-    traces:
-      receivers: [turn_state]
-      exporters: [otlp_http/sink]
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: 17970
-`
-
-// otlpSink keeps every log record and span posted to it.
-type otlpSink struct {
-	mu     sync.Mutex
-	logs   plog.Logs
-	traces ptrace.Traces
-}
-
-func (s *otlpSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b, err := io.ReadAll(r.Body)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var resp []byte
-	switch r.URL.Path {
-	case "/v1/logs":
-		req := plogotlp.NewExportRequest()
-		if err := req.UnmarshalProto(b); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		req.Logs().ResourceLogs().MoveAndAppendTo(s.logs.ResourceLogs())
-		resp, _ = plogotlp.NewExportResponse().MarshalProto()
-	case "/v1/traces":
-		req := ptraceotlp.NewExportRequest()
-		if err := req.UnmarshalProto(b); err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		req.Traces().ResourceSpans().MoveAndAppendTo(s.traces.ResourceSpans())
-		resp, _ = ptraceotlp.NewExportResponse().MarshalProto()
-	default:
-		http.NotFound(w, r)
-		return
-	}
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	w.Write(resp)
-}
-
-func (s *otlpSink) logCount() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.logs.LogRecordCount()
-}
 
 // dshExport builds the records dsh's own OTLP log export sends for the log
 // at path, under session ids prefixed with prefix (corpus logs share
@@ -222,24 +125,10 @@ func chunk(ld plog.Logs, n int) []plog.Logs {
 // their dsh.turn, dsh.step and gen_ai.tool.call.id, and other applications'
 // records leave as they came.
 func TestStampedLogsNameTheSpans(t *testing.T) {
-	otelcolBin := lookPath(t, "OTELCOL_DSH", toolsHint)
-	requireFree(t, "127.0.0.1:14450", "127.0.0.1:13170", "127.0.0.1:17970")
-	sink := &otlpSink{logs: plog.NewLogs(), traces: ptrace.NewTraces()}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: sink}
-	go srv.Serve(l)
-	t.Cleanup(func() { srv.Close() })
-
-	dir := t.TempDir()
-	cfgPath := filepath.Join(dir, "otelcol.yaml")
-	if err := os.WriteFile(cfgPath, []byte(stampConfig), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	col := start(t, dir, "otelcol", otelcolBin, []string{"E2E_SINK=" + l.Addr().String()}, "--config="+cfgPath)
-	poll(t, "collector healthy", 30*time.Second, httpOK("http://127.0.0.1:13170/"), col)
+	sink := startSink(t)
+	c := newCollector(t, t.TempDir(), testConfig("stamp")).toSink(sink)
+	col := c.start("otelcol")
+	receiver := "http://" + c.addr("OTLP_HTTP_ENDPOINT") + "/v1/logs"
 
 	var paths []string
 	paths = append(paths, testcorpus.Testdata(t)...)
@@ -259,7 +148,7 @@ func TestStampedLogsNameTheSpans(t *testing.T) {
 				if posted == 0 {
 					first = b
 				}
-				postOTLP(t, "http://127.0.0.1:14450/v1/logs", b)
+				postOTLP(t, receiver, b)
 				posted += b.LogRecordCount()
 			}
 		}
@@ -274,19 +163,19 @@ func TestStampedLogsNameTheSpans(t *testing.T) {
 		lr.Attributes().PutStr("http.route", "/page")
 		lr.Attributes().PutInt("event.seq", int64(i)) // no session: not dsh's
 	}
-	postOTLP(t, "http://127.0.0.1:14450/v1/logs", other)
+	postOTLP(t, receiver, other)
 	posted += 3
 	// A redelivery passes unstamped, counted as duplicates.
-	postOTLP(t, "http://127.0.0.1:14450/v1/logs", first)
+	postOTLP(t, receiver, first)
 	posted += first.LogRecordCount()
 
 	poll(t, "every record through the processor", 60*time.Second, func() error {
-		if n := sink.logCount(); n != posted {
+		if n := sink.recordCount(); n != posted {
 			return fmt.Errorf("%d of %d records", n, posted)
 		}
 		return nil
 	}, col)
-	self := "http://127.0.0.1:17970/metrics"
+	self := c.selfURL()
 	stamped, err := metricSum(context.Background(), self, "otelcol_processor_turn_state_records_stamped")
 	if err != nil {
 		t.Fatal(err)
@@ -300,10 +189,8 @@ func TestStampedLogsNameTheSpans(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
 	spans := map[[24]byte]ptrace.Span{}
-	for _, rs := range sink.traces.ResourceSpans().All() {
+	for _, rs := range sink.receivedTraces().ResourceSpans().All() {
 		for _, ss := range rs.ScopeSpans().All() {
 			for _, sp := range ss.Spans().All() {
 				spans[key(sp.TraceID(), sp.SpanID())] = sp
@@ -315,7 +202,7 @@ func TestStampedLogsNameTheSpans(t *testing.T) {
 	}
 	named := map[[24]byte]bool{}
 	n, bad := 0, 0
-	for _, rl := range sink.logs.ResourceLogs().All() {
+	for _, rl := range sink.receivedLogs().ResourceLogs().All() {
 		for _, sl := range rl.ScopeLogs().All() {
 			for _, lr := range sl.LogRecords().All() {
 				if v, ok := rl.Resource().Attributes().Get("service.name"); ok && v.Str() == "web" {

@@ -5,8 +5,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
-	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,32 +15,15 @@ import (
 	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
-// startSink serves a logSink on a loopback port of its own, open, and
-// returns it with its address.
-func startSink(t *testing.T) (*logSink, string) {
-	t.Helper()
-	sink := &logSink{seen: map[string]int{}, open: make(chan struct{})}
-	close(sink.open)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: sink, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-	return sink, ln.Addr().String()
-}
-
 // waitRows waits until every row of want ("session/seq" keys) reached the
 // sink, failing the test after timeout or when a process in procs exits.
-func waitRows(t *testing.T, sink *logSink, want map[string]bool, timeout time.Duration, procs ...*process) {
+func waitRows(t *testing.T, sink *otlpSink, want map[string]bool, timeout time.Duration, procs ...*process) {
 	t.Helper()
 	poll(t, "every row at the sink", timeout, func() error {
-		sink.mu.Lock()
-		defer sink.mu.Unlock()
+		seen := sink.rowCounts()
 		missing := 0
 		for k := range want {
-			if sink.seen[k] == 0 {
+			if seen[k] == 0 {
 				missing++
 			}
 		}
@@ -63,16 +44,15 @@ type rowCount struct {
 	unexpectedKeys                   []string
 }
 
-func countRows(sink *logSink, f *fleet, want map[string]bool) rowCount {
-	sink.mu.Lock()
-	defer sink.mu.Unlock()
+func countRows(sink *otlpSink, f *fleet, want map[string]bool) rowCount {
+	seen := sink.rowCounts()
 	var c rowCount
 	for k := range want {
-		if sink.seen[k] == 0 {
+		if seen[k] == 0 {
 			c.lost++
 		}
 	}
-	for k, n := range sink.seen {
+	for k, n := range seen {
 		if !want[k] {
 			c.unexpected++
 			c.unexpectedKeys = append(c.unexpectedKeys, k)
@@ -89,7 +69,7 @@ func countRows(sink *logSink, f *fleet, want map[string]bool) rowCount {
 			if seq < 0 {
 				key = s.id + "/header"
 			}
-			dup := sink.seen[key] > 1
+			dup := seen[key] > 1
 			if dup && !in {
 				runs++
 			}
