@@ -27,9 +27,9 @@ import (
 )
 
 // TestAuthIngest runs deploy/collector/auth-ingest.yaml as shipped, its
-// addresses and secrets from the environment: TLS on both listeners, bearer
-// tokens for agents, htpasswd users for uploads. Requests without valid
-// credentials get 401 and nothing is accepted.
+// addresses and secrets from the environment: TLS on both listeners, an
+// htpasswd line per agent (its name and token) and per uploading person.
+// Requests without valid credentials get 401 and nothing is accepted.
 func TestAuthIngest(t *testing.T) {
 	body, err := os.ReadFile(filepath.Join(testcorpus.Dir(t), "v0/examples/acp-agent/tests/snapshots/text-turn/session.jsonl"))
 	if err != nil {
@@ -43,9 +43,14 @@ func TestAuthIngest(t *testing.T) {
 		t.Fatal(err)
 	}
 	const token = "agent-token-e2e"
+	agentsPasswd := filepath.Join(dir, "agents.htpasswd")
+	tsum := sha1.Sum([]byte(token))
+	if err := os.WriteFile(agentsPasswd, []byte("agent-7:{SHA}"+base64.StdEncoding.EncodeToString(tsum[:])+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	// No Jaeger: the test judges the ingest, its traces go nowhere.
 	col := newCollector(t, dir, shippedConfig("auth-ingest")).toJaeger(newJaegerPorts(t)).
-		set("DSH_INGEST_TOKEN", token).set("HTPASSWD_FILE", htpasswd).set("TLS_CERT_FILE", certFile).set("TLS_KEY_FILE", keyFile)
+		set("AGENTS_HTPASSWD_FILE", agentsPasswd).set("HTPASSWD_FILE", htpasswd).set("TLS_CERT_FILE", certFile).set("TLS_KEY_FILE", keyFile)
 	p := col.start("otelcol-dsh-auth")
 
 	tlsClient := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
@@ -64,9 +69,6 @@ func TestAuthIngest(t *testing.T) {
 		b.ReadFrom(resp.Body)
 		return resp.StatusCode, b.String()
 	}
-	bearer := func(tok string) func(*http.Request) {
-		return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
-	}
 	basic := func(user, pass string) func(*http.Request) {
 		return func(r *http.Request) { r.SetBasicAuth(user, pass) }
 	}
@@ -77,13 +79,13 @@ func TestAuthIngest(t *testing.T) {
 		auth func(*http.Request)
 		want int
 	}{
-		{"agents without a token", agents, nil, http.StatusUnauthorized},
-		{"agents with a wrong token", agents, bearer("nope"), http.StatusUnauthorized},
-		{"agents with basic auth", agents, basic("alice", "s3cret"), http.StatusUnauthorized},
-		{"agents with the token", agents, bearer(token), http.StatusAccepted},
+		{"agents without credentials", agents, nil, http.StatusUnauthorized},
+		{"agents with a wrong token", agents, basic("agent-7", "nope"), http.StatusUnauthorized},
+		{"agents as an uploading person", agents, basic("alice", "s3cret"), http.StatusUnauthorized},
+		{"agents as agent-7", agents, basic("agent-7", token), http.StatusAccepted},
 		{"uploads without credentials", uploads, nil, http.StatusUnauthorized},
 		{"uploads with a wrong password", uploads, basic("alice", "wrong"), http.StatusUnauthorized},
-		{"uploads with the agents' token", uploads, bearer(token), http.StatusUnauthorized},
+		{"uploads as an agent", uploads, basic("agent-7", token), http.StatusUnauthorized},
 		{"uploads as alice", uploads, basic("alice", "s3cret"), http.StatusAccepted},
 	} {
 		if code, resp := send(c.url, c.auth); code != c.want {
