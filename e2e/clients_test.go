@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"crypto/sha1"
 	"encoding/base64"
 	"encoding/json"
@@ -14,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -48,44 +50,14 @@ func TestSharingACollector(t *testing.T) {
 	}
 	forged := bytes.ReplaceAll(real, []byte("a.txt"), []byte("b.txt"))
 	dir := t.TempDir()
-	htpasswd := filepath.Join(dir, "agents.htpasswd")
-	var lines []string
-	for _, u := range []string{"alice", "bob"} {
-		sum := sha1.Sum([]byte(u + "-token"))
-		lines = append(lines, u+":{SHA}"+base64.StdEncoding.EncodeToString(sum[:]))
-	}
-	if err := os.WriteFile(htpasswd, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	htpasswd := agentsHtpasswd(t, dir)
 	sink := startSink(t)
 	col := newCollector(t, dir, testConfig("clients")).toSink(sink).set("AGENTS_HTPASSWD_FILE", htpasswd)
 	p := col.start("otelcol-dsh-clients")
-	auth := func(who string) string {
-		return "Basic " + base64.StdEncoding.EncodeToString([]byte(who+":"+who+"-token"))
-	}
-
 	// Over HTTP: the three posts, alice first under shared-1, bob first
 	// under shared-2.
+	threePosts(t, col.ingestURL(), real, forged)
 	rows := bytes.SplitAfter(bytes.TrimRight(real, "\n"), []byte("\n"))
-	frows := bytes.SplitAfter(bytes.TrimRight(forged, "\n"), []byte("\n"))
-	aliceFirst := bytes.Join(rows[:6], nil) // the header and seq 0–4
-	aliceRest := bytes.Join(rows[6:], nil)  // seq 5–24
-	bobForged := append(append([]byte{}, frows[0]...), bytes.Join(frows[6:], nil)...)
-	for _, c := range []struct {
-		session string
-		posts   []clientPost
-	}{
-		{"shared-1", []clientPost{{"alice", aliceFirst, 6}, {"bob", bobForged, 21}, {"alice", aliceRest, 20}}},
-		{"shared-2", []clientPost{{"bob", bobForged, 21}, {"alice", aliceFirst, 6}, {"alice", aliceRest, 20}}},
-	} {
-		for _, ps := range c.posts {
-			code, got := postAs(t, col.ingestURL()+"/v1/sessions/"+c.session+"/events", auth(ps.who), "application/x-ndjson", ps.body, false)
-			want := fmt.Sprintf(`{"accepted":%d,"duplicates":0}`, ps.accepted)
-			if code != http.StatusAccepted || strings.TrimSpace(got) != want {
-				t.Errorf("%s: %s's post: HTTP %d %s, want 202 %s", c.session, ps.who, code, got, want)
-			}
-		}
-	}
 	// As dsh's own OTLP export, under shared-3.
 	for _, who := range []string{"bob", "alice"} {
 		body := real
@@ -163,6 +135,138 @@ func TestSharingACollector(t *testing.T) {
 	// HTTP: alice 2×26 rows, bob 2×21; OTLP: 25 events each.
 	if counts["alice"] != 2*(events+1)+events || counts["bob"] != 2*21+events || counts[""] != 0 {
 		t.Errorf("records by client %v, want alice %d, bob %d, none without", counts, 2*(events+1)+events, 2*21+events)
+	}
+}
+
+// agentsHtpasswd writes an htpasswd file of alice and bob, each with the
+// token <name>-token.
+func agentsHtpasswd(t *testing.T, dir string) string {
+	t.Helper()
+	htpasswd := filepath.Join(dir, "agents.htpasswd")
+	var lines []string
+	for _, u := range []string{"alice", "bob"} {
+		sum := sha1.Sum([]byte(u + "-token"))
+		lines = append(lines, u+":{SHA}"+base64.StdEncoding.EncodeToString(sum[:]))
+	}
+	if err := os.WriteFile(htpasswd, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return htpasswd
+}
+
+// auth is a client's Authorization header (agentsHtpasswd's tokens).
+func auth(who string) string {
+	return "Basic " + base64.StdEncoding.EncodeToString([]byte(who+":"+who+"-token"))
+}
+
+// threePosts makes the three posts of a shared session id at an ingest
+// URL, alice first under shared-1 and bob first under shared-2: alice's
+// header and seq 0–4, bob's forged header and seq 5–24, alice's seq 5–24.
+// Each must be accepted whole.
+func threePosts(t *testing.T, ingest string, real, forged []byte) {
+	t.Helper()
+	rows := bytes.SplitAfter(bytes.TrimRight(real, "\n"), []byte("\n"))
+	frows := bytes.SplitAfter(bytes.TrimRight(forged, "\n"), []byte("\n"))
+	aliceFirst := bytes.Join(rows[:6], nil) // the header and seq 0–4
+	aliceRest := bytes.Join(rows[6:], nil)  // seq 5–24
+	bobForged := append(append([]byte{}, frows[0]...), bytes.Join(frows[6:], nil)...)
+	for _, c := range []struct {
+		session string
+		posts   []clientPost
+	}{
+		{"shared-1", []clientPost{{"alice", aliceFirst, 6}, {"bob", bobForged, 21}, {"alice", aliceRest, 20}}},
+		{"shared-2", []clientPost{{"bob", bobForged, 21}, {"alice", aliceFirst, 6}, {"alice", aliceRest, 20}}},
+	} {
+		for _, ps := range c.posts {
+			code, got := postAs(t, ingest+"/v1/sessions/"+c.session+"/events", auth(ps.who), "application/x-ndjson", ps.body, false)
+			want := fmt.Sprintf(`{"accepted":%d,"duplicates":0}`, ps.accepted)
+			if code != http.StatusAccepted || strings.TrimSpace(got) != want {
+				t.Errorf("%s: %s's post: HTTP %d %s, want 202 %s", c.session, ps.who, code, got, want)
+			}
+		}
+	}
+}
+
+// TestSharingAKafkaDeployment: the same three posts through the two-tier
+// Kafka deployment as shipped, its ingest listener naming its clients:
+// the ingest tier keys each client's session apart, and alice's turns
+// reach Jaeger complete and unchanged from the turn-state tier, in traces
+// of their own that name her, whichever node built them.
+func TestSharingAKafkaDeployment(t *testing.T) {
+	kfakeBin := lookPath(t, "KFAKE", toolsHint)
+	file := filepath.Join("..", "testdata", "dialects", "v4-tools.jsonl")
+	real, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	forged := bytes.ReplaceAll(real, []byte("a.txt"), []byte("b.txt"))
+	ctx := context.Background()
+	dir := t.TempDir()
+	broker := freeAddr(t)
+	kfake := start(t, dir, "kfake", kfakeBin, nil, "-port="+addrPort(broker), "-partitions="+strconv.Itoa(kafkaPartitions))
+	j := newJaegerPorts(t)
+	jaeger := startJaeger(t, dir, "jaeger", j)
+	procs := []*process{kfake, jaeger}
+	var nodes []*collector
+	for _, node := range []string{"node-a", "node-b"} {
+		c := newCollector(t, dir, shippedConfig("kafka-turn-state")).toJaeger(j).
+			set("HOSTNAME", node).set("KAFKA_BROKERS", broker).set("STATE_DIR", filepath.Join(dir, "state-"+node))
+		procs = append(procs, c.start("turn-state-"+node, procs...))
+		nodes = append(nodes, c)
+	}
+	poll(t, "every partition assigned, each node owning some", 60*time.Second, func() error {
+		total := 0
+		for _, n := range nodes {
+			owned, err := ownedPartitions(ctx, n.selfURL())
+			if err != nil {
+				return err
+			}
+			if owned == 0 {
+				return fmt.Errorf("a node owns no partition yet")
+			}
+			total += owned
+		}
+		if total != kafkaPartitions {
+			return fmt.Errorf("%d of %d partitions owned", total, kafkaPartitions)
+		}
+		return nil
+	}, procs...)
+	in := newCollector(t, dir, shippedConfig("kafka-ingest"), testConfig("kafka-ingest-clients")).
+		set("KAFKA_BROKERS", broker).set("STATE_DIR", filepath.Join(dir, "ingest-state")).
+		set("AGENTS_HTPASSWD_FILE", agentsHtpasswd(t, dir))
+	procs = append(procs, in.start("ingest", procs...))
+
+	threePosts(t, in.ingestURL(), real, forged)
+	for _, session := range []string{"shared-1", "shared-2"} {
+		turn := turnOf(t, clientid.Key("alice", session), real)
+		id := turnrender.TraceID(turn.SessionID, turn.Number)
+		var diffs []string
+		poll(t, "alice's "+session+" in Jaeger", 60*time.Second, func() error {
+			got, err := jaegerTrace(ctx, j.query(), id)
+			if err != nil {
+				return err
+			}
+			spans := spansByID(got)
+			root, ok := spans[turnrender.TurnSpanID(turn.SessionID, turn.Number)]
+			if !ok {
+				return fmt.Errorf("no turn span yet")
+			}
+			v, _ := root.Attributes().Get("gen_ai.agent.name")
+			exp := *turn
+			exp.Agent = v.AsString()
+			want := traceOf(&exp)
+			if got.SpanCount() < want.SpanCount() {
+				return fmt.Errorf("%d of %d spans stored", got.SpanCount(), want.SpanCount())
+			}
+			diffs = compareTrace(want, got)
+			if who, _ := got.ResourceSpans().At(0).Resource().Attributes().Get("enduser.id"); who.Str() != "alice" {
+				diffs = append(diffs, fmt.Sprintf("resource enduser.id %q", who.Str()))
+			}
+			return nil
+		}, procs...)
+		for _, d := range diffs {
+			t.Errorf("alice's %s: %s", session, d)
+		}
 	}
 }
 
