@@ -2,6 +2,8 @@ package httpsource
 
 import (
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 
 	"go.opentelemetry.io/collector/component"
@@ -20,6 +22,10 @@ type Config struct {
 	// restart does not emit re-posted rows again. Unset: files::storage when
 	// that is set, else memory only.
 	Storage *component.ID `mapstructure:"storage"`
+	// MaxBytesInFlight bounds the decompressed body bytes of all requests
+	// being read and judged at once (admission.go); a request that would
+	// pass it is answered 503 with Retry-After.
+	MaxBytesInFlight int64 `mapstructure:"max_bytes_in_flight"`
 
 	_ struct{}
 }
@@ -28,7 +34,7 @@ type Config struct {
 func NewDefaultConfig() Config {
 	srv := confighttp.NewDefaultServerConfig()
 	srv.NetAddr.Endpoint = DefaultEndpoint
-	return Config{ServerConfig: srv}
+	return Config{ServerConfig: srv, MaxBytesInFlight: DefaultMaxBytesInFlight}
 }
 
 // Validate checks the section's own keys; the collector runs it (with
@@ -37,5 +43,42 @@ func (c *Config) Validate() error {
 	if strings.TrimSpace(c.ServerConfig.NetAddr.Endpoint) == "" {
 		return errors.New("endpoint must not be empty")
 	}
+	if c.MaxBytesInFlight <= 0 {
+		return fmt.Errorf("max_bytes_in_flight must be positive, got %d", c.MaxBytesInFlight)
+	}
+	if least := c.leastBytesInFlight(); c.MaxBytesInFlight < least {
+		return fmt.Errorf("max_bytes_in_flight (%d) is below %d, what one request of max_request_body_size (%d) takes "+
+			"(its decompressed body and its zstd decoder's window): the largest request could never be read",
+			c.MaxBytesInFlight, least, c.maxRequestBodySize())
+	}
 	return nil
+}
+
+// defaultMaxRequestBodySize is what confighttp applies when
+// max_request_body_size is unset.
+const defaultMaxRequestBodySize = 20 << 20
+
+// maxRequestBodySize is the largest decompressed body accepted, confighttp's
+// default applied.
+func (c *Config) maxRequestBodySize() int64 {
+	if c.ServerConfig.MaxRequestBodySize > 0 {
+		return c.ServerConfig.MaxRequestBodySize
+	}
+	return defaultMaxRequestBodySize
+}
+
+// zstdEnabled reports whether compression_algorithms lets a body be sent
+// with Content-Encoding: zstd (unset: confighttp's defaults, zstd among
+// them).
+func (c *Config) zstdEnabled() bool {
+	return c.ServerConfig.CompressionAlgorithms == nil || slices.Contains(c.ServerConfig.CompressionAlgorithms, "zstd")
+}
+
+// leastBytesInFlight is what the largest request takes of
+// max_bytes_in_flight: its decompressed body and its zstd decoder's
+// largest window (a zstd body is decoded whatever compression_algorithms
+// says when it comes without a Content-Encoding).
+func (c *Config) leastBytesInFlight() int64 {
+	body := c.maxRequestBodySize()
+	return body + zstdDecoderBytes(nil, body)
 }

@@ -76,8 +76,11 @@ func (h *Source) Start(ctx context.Context, host component.Host) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc(pathSession, h.handleSession)
 	mux.HandleFunc(pathLines, h.handleLines)
-	srv, err := h.cfg.ServerConfig.ToServer(ctx, host.GetExtensions(), h.set.TelemetrySettings, mux,
-		confighttp.WithErrorHandler(jsonErrorHandler))
+	opts := []confighttp.ToServerOption{confighttp.WithErrorHandler(jsonErrorHandler)}
+	if h.cfg.zstdEnabled() {
+		opts = append(opts, confighttp.WithDecoder("zstd", zstdPassthrough))
+	}
+	srv, err := h.cfg.ServerConfig.ToServer(ctx, host.GetExtensions(), h.set.TelemetrySettings, mux, opts...)
 	if err != nil {
 		return err
 	}
@@ -88,6 +91,7 @@ func (h *Source) Start(ctx context.Context, host component.Host) error {
 	}
 	h.srv = srv
 	h.addr = ln.Addr()
+	h.admission = newAdmission(h.cfg.MaxBytesInFlight)
 	h.set.Logger.Info("Accepting dsh session events over HTTP", zap.String("endpoint", ln.Addr().String()))
 	h.wg.Go(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -108,6 +112,10 @@ func (h *Source) Shutdown(ctx context.Context) error {
 		}
 	}
 	h.wg.Wait() // Serve returns as soon as Shutdown closed the listener
+	if h.admission != nil {
+		h.admission.shutdown()
+		h.admission = nil
+	}
 	if h.client != nil {
 		if err := h.client.Close(ctx); err != nil {
 			errs = append(errs, err)
@@ -133,8 +141,9 @@ func (h *Source) handleLines(w http.ResponseWriter, req *http.Request) {
 
 func isControl(c rune) bool { return c < 0x20 || c == 0x7f }
 
-// handle answers one request: its Content-Type, then its body parsed and
-// judged whole (parseBody), then ingested.
+// handle answers one request: its Content-Type, then its admission (a
+// share of max_bytes_in_flight), then its body parsed and judged whole
+// (parseBody), then ingested.
 func (h *Source) handle(w http.ResponseWriter, req *http.Request, o parseOptions) {
 	ctx := req.Context()
 	if ct := req.Header.Get("Content-Type"); !mediaTypeAccepted(ct) {
@@ -143,11 +152,21 @@ func (h *Source) handle(w http.ResponseWriter, req *http.Request, o parseOptions
 				"or a zstd/gzip body (application/zstd, application/gzip, application/octet-stream)", ct)}, 1)
 		return
 	}
+	// A body declared larger than max_request_body_size is refused with
+	// 413 as it is read, not with 503 here.
+	t := h.admission.admit(min(req.ContentLength, h.maxBody))
+	if t == nil {
+		h.refuse(w, ctx, overCapacity(h.admission.limit), 1)
+		return
+	}
+	defer t.done()
+	o.ticket = t
+	o.encoding = req.Header.Get("Content-Encoding")
 	o.maxLine = h.maxLine
 	o.maxBody = h.maxBody
 	o.version = h.dedup.CurrentVersion
 	pb, rerr := parseBody(req.Body, o)
-	defer pb.release() // the rows are done with once the request is answered
+	defer pb.release() // the rows are done with once the request is answered, before t.done
 	h.tel.BytesRead(ctx, pb.bytes)
 	if rerr != nil {
 		h.refuse(w, ctx, rerr, max(pb.rows, 1))

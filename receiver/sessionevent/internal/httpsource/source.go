@@ -48,8 +48,11 @@ type Source struct {
 	srv     *http.Server
 	addr    net.Addr
 	maxBody int64
-	client  storage.Client
-	wg      sync.WaitGroup
+	// admission bounds the body bytes read at once (admission.go); made
+	// by Start.
+	admission *admission
+	client    storage.Client
+	wg        sync.WaitGroup
 }
 
 // New returns the HTTP source of the receiver set describes: its section
