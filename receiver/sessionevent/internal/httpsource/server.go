@@ -92,6 +92,7 @@ func (h *Source) Start(ctx context.Context, host component.Host) error {
 	h.srv = srv
 	h.addr = ln.Addr()
 	h.admission = newAdmission(h.cfg.MaxBytesInFlight)
+	h.origins = newOriginCheck(h.cfg)
 	h.set.Logger.Info("Accepting dsh session events over HTTP", zap.String("endpoint", ln.Addr().String()))
 	h.wg.Go(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -141,11 +142,16 @@ func (h *Source) handleLines(w http.ResponseWriter, req *http.Request) {
 
 func isControl(c rune) bool { return c < 0x20 || c == 0x7f }
 
-// handle answers one request: its Content-Type, then its admission (a
-// share of max_bytes_in_flight), then its body parsed and judged whole
-// (parseBody), then ingested.
+// handle answers one request: who sent it (a web page of another origin
+// is refused), its Content-Type, then its admission (a share of
+// max_bytes_in_flight), then its body parsed and judged whole (parseBody),
+// then ingested.
 func (h *Source) handle(w http.ResponseWriter, req *http.Request, o parseOptions) {
 	ctx := req.Context()
+	if rerr := h.origins.refusal(req); rerr != nil {
+		h.refuse(w, ctx, rerr, 1)
+		return
+	}
 	if ct := req.Header.Get("Content-Type"); !mediaTypeAccepted(ct) {
 		h.refuse(w, ctx, &reqError{status: http.StatusUnsupportedMediaType, seq: -1, reason: "content_type",
 			msg: fmt.Sprintf("unsupported Content-Type %q: send NDJSON (application/x-ndjson, application/jsonl, application/json, text/plain) "+

@@ -48,9 +48,10 @@ type Source struct {
 	srv     *http.Server
 	addr    net.Addr
 	maxBody int64
-	// admission bounds the body bytes read at once (admission.go); made
-	// by Start.
+	// admission bounds the body bytes read at once (admission.go), made
+	// by Start; origins refuses web pages of other origins (origin.go).
 	admission *admission
+	origins   originCheck
 	client    storage.Client
 	wg        sync.WaitGroup
 }
