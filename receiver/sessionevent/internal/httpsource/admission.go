@@ -15,9 +15,8 @@ import (
 // decompressed size (docs/operating.md, "Memory under load, slow and
 // hostile clients"), so the bytes of all request bodies being read at once
 // are bounded: each request takes its share of max_bytes_in_flight as its
-// decompressed body is read (up front for the Content-Length it declares,
-// and for its zstd decoder's window) and gives it back once it is
-// answered. A request that would take the bytes in flight past the bound
+// decompressed body is read (and its zstd decoder's window once the frame
+// header names it) and gives it back once it is answered. A request that would take the bytes in flight past the bound
 // is refused with 503 and Retry-After, as the pipeline's own refusals are:
 // nothing of it is kept, the client sends it again later.
 
@@ -117,18 +116,16 @@ type ticket struct {
 	held int64
 }
 
-// admit takes a request's share for the body size it declares (its
-// Content-Length, -1 when unknown; a compressed body takes more as it is
-// decompressed). nil: the bytes in flight are at their limit.
-func (a *admission) admit(declared int64) *ticket {
-	t := &ticket{a: a}
-	if declared > 0 {
-		if !a.take(declared) {
-			return nil
-		}
-		t.held = declared
+// admit lets a request start reading its body: nil when the bytes in
+// flight are at their limit already. Its share grows with what it reads,
+// not with the Content-Length it declares: a client that declares a large
+// body and sends it slowly (or never) holds only what it sent, until
+// read_timeout cuts it off.
+func (a *admission) admit() *ticket {
+	if a.inUse.Load() >= a.limit {
+		return nil
 	}
-	return t
+	return &ticket{a: a}
 }
 
 // done gives the request's share back.

@@ -158,9 +158,7 @@ func (h *Source) handle(w http.ResponseWriter, req *http.Request, o parseOptions
 				"or a zstd/gzip body (application/zstd, application/gzip, application/octet-stream)", ct)}, 1)
 		return
 	}
-	// A body declared larger than max_request_body_size is refused with
-	// 413 as it is read, not with 503 here.
-	t := h.admission.admit(min(req.ContentLength, h.maxBody))
+	t := h.admission.admit()
 	if t == nil {
 		h.refuse(w, ctx, overCapacity(h.admission.limit), 1)
 		return
