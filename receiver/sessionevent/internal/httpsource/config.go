@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/confighttp"
@@ -30,10 +31,24 @@ type Config struct {
 	_ struct{}
 }
 
+// Read timeouts by default, so that a client trickling its headers or body
+// is cut off (a header at the first, 408 at the second) and the admission
+// share it holds given back: the longest a well-behaved client needs, not
+// confighttp's defaults (a minute for the headers, no bound on the body).
+const (
+	// DefaultReadHeaderTimeout bounds the time to send the headers.
+	DefaultReadHeaderTimeout = 10 * time.Second
+	// DefaultReadTimeout bounds the time to send a whole request: a 20 MiB
+	// body (max_request_body_size's default) needs about 2.8 Mbit/s.
+	DefaultReadTimeout = time.Minute
+)
+
 // NewDefaultConfig is the HTTP source's default configuration.
 func NewDefaultConfig() Config {
 	srv := confighttp.NewDefaultServerConfig()
 	srv.NetAddr.Endpoint = DefaultEndpoint
+	srv.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	srv.ReadTimeout = DefaultReadTimeout
 	return Config{ServerConfig: srv, MaxBytesInFlight: DefaultMaxBytesInFlight}
 }
 
