@@ -32,6 +32,9 @@ func TestConfigLoad(t *testing.T) {
 		h := cfg.HTTP.Get()
 		require.NotNil(t, h, "an empty http: section turns HTTP on")
 		assert.Equal(t, "localhost:4320", h.ServerConfig.NetAddr.Endpoint)
+		assert.Equal(t, 10*time.Second, h.ServerConfig.ReadHeaderTimeout)
+		assert.Equal(t, time.Minute, h.ServerConfig.ReadTimeout)
+		assert.EqualValues(t, 64<<20, h.MaxBytesInFlight)
 		assert.Nil(t, cfg.Files.Get(), "files stays off unless present")
 		assert.Equal(t, 4<<20, cfg.MaxLineBytes)
 	})
@@ -41,6 +44,7 @@ func TestConfigLoad(t *testing.T) {
 		h := cfg.HTTP.Get()
 		assert.Equal(t, "0.0.0.0:4320", h.ServerConfig.NetAddr.Endpoint)
 		assert.EqualValues(t, 64<<20, h.ServerConfig.MaxRequestBodySize)
+		assert.EqualValues(t, 256<<20, h.MaxBytesInFlight)
 		assert.Equal(t, component.MustNewIDWithName("file_storage", "http"), *h.Storage)
 		f := cfg.Files.Get()
 		assert.Equal(t, []string{"~/.dsh/sessions/**/session*.jsonl*", "$DSH_HOME/archive/**/session*.jsonl*"}, f.Include)
@@ -87,6 +91,14 @@ func TestConfigValidateFields(t *testing.T) {
 	cfg = httpOnlyConfig()
 	cfg.HTTP.Get().ServerConfig.NetAddr.Endpoint = " "
 	assert.ErrorContains(t, confmap.Validate(cfg), "http: endpoint must not be empty")
+	cfg = httpOnlyConfig()
+	cfg.HTTP.Get().MaxBytesInFlight = 0
+	assert.ErrorContains(t, confmap.Validate(cfg), "http: max_bytes_in_flight must be positive, got 0")
+	cfg = httpOnlyConfig()
+	cfg.HTTP.Get().ServerConfig.MaxRequestBodySize = 64 << 20
+	assert.ErrorContains(t, confmap.Validate(cfg), "http: max_bytes_in_flight (67108864) is below 134479936, what one request of max_request_body_size (67108864) takes")
+	cfg.HTTP.Get().MaxBytesInFlight = 134479936
+	require.NoError(t, confmap.Validate(cfg))
 	cfg = filesOnlyConfig("x", nil)
 	cfg.Files.Get().Include = nil
 	assert.ErrorContains(t, confmap.Validate(cfg), "include")

@@ -57,6 +57,11 @@ func TestYAML(t *testing.T) {
 	assert.Equal(t, "file_storage/dsh", conf.Get("receivers::session_event::files::storage"))
 	assert.Equal(t, "/state/dir", conf.Get("extensions::file_storage/dsh::directory"))
 	assert.Equal(t, "localhost:4320", conf.Get("receivers::session_event::http::endpoint"))
+	// A trickling client is cut off, and the bodies decoded at once are
+	// bounded, in the configuration a developer leaves running.
+	assert.Equal(t, "10s", conf.Get("receivers::session_event::http::read_header_timeout"))
+	assert.Equal(t, "60s", conf.Get("receivers::session_event::http::read_timeout"))
+	assert.Equal(t, 67108864, conf.Get("receivers::session_event::http::max_bytes_in_flight"))
 	assert.Equal(t, "localhost:8889", conf.Get("exporters::prometheus::endpoint"))
 	assert.NotContains(t, YAML(p), "@", "every placeholder is replaced")
 }

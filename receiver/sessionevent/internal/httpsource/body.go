@@ -22,11 +22,14 @@ import (
 // means every row may be accepted.
 func parseBody(body io.Reader, o parseOptions) (*parsedBody, *reqError) {
 	pb := &parsedBody{byID: map[string]*parsedSession{}, arena: arenas.Get().(*sessionlog.Arena)}
-	src, closeSrc, rerr := sniffBody(body, o.maxBody)
+	src, closeSrc, rerr := sniffBody(body, o.encoding, o.maxBody, o.ticket)
 	if rerr != nil {
 		return pb, rerr
 	}
 	defer closeSrc()
+	if o.ticket != nil {
+		src = o.ticket.reader(src)
+	}
 	counted := &countingReader{r: src}
 	defer func() { pb.bytes = counted.n }()
 	p := &parser{pb: pb, o: o}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -23,12 +24,16 @@ import (
 // gzipMagic starts a gzip stream.
 var gzipMagic = []byte{0x1f, 0x8b}
 
-// sniffBody recognizes a body compressed without a Content-Encoding by
-// its magic bytes — `curl --data-binary @session.v4.jsonl.zstd` — and
-// returns the decompressed stream, bounded by maxBody.
-func sniffBody(body io.Reader, maxBody int64) (io.Reader, func(), *reqError) {
+// sniffBody recognizes a compressed body by its magic bytes — sent with
+// Content-Encoding: zstd (the receiver decodes zstd itself, see
+// zstdPassthrough) or without a Content-Encoding, as `curl --data-binary
+// @session.v4.jsonl.zstd` does — and returns the decompressed stream,
+// bounded by maxBody. A zstd body first takes the memory its decoder will
+// hold (zstdDecoderBytes) from the request's admission ticket, when it has
+// one. encoding is the request's Content-Encoding.
+func sniffBody(body io.Reader, encoding string, maxBody int64, t *ticket) (io.Reader, func(), *reqError) {
 	br := bufio.NewReader(body)
-	head, err := br.Peek(4)
+	head, err := br.Peek(zstd.HeaderMaxSize)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, bufio.ErrBufferFull) {
 		return nil, nil, readError(err, 1, 0)
 	}
@@ -40,12 +45,18 @@ func sniffBody(body io.Reader, maxBody int64) (io.Reader, func(), *reqError) {
 	}
 	switch {
 	case sessionroot.IsZstd(head):
+		if rerr := t.takeZstd(head, maxBody); rerr != nil {
+			return nil, nil, rerr
+		}
 		zr, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
 			zstd.WithDecoderMaxWindow(zstdWindow(maxBody)))
 		if err != nil {
 			return nil, nil, &reqError{status: http.StatusBadRequest, msg: "undecodable zstd body: " + err.Error(), seq: -1, reason: "decompression"}
 		}
 		return limit(zr), zr.Close, nil
+	case strings.EqualFold(strings.TrimSpace(encoding), "zstd"):
+		return nil, nil, &reqError{status: http.StatusBadRequest, seq: -1, reason: "decompression",
+			msg: "undecodable zstd body: Content-Encoding is zstd but the body does not start with a zstd frame"}
 	case bytes.HasPrefix(head, gzipMagic):
 		gr, err := gzip.NewReader(br)
 		if err != nil {
@@ -54,6 +65,47 @@ func sniffBody(body io.Reader, maxBody int64) (io.Reader, func(), *reqError) {
 		return limit(gr), func() { _ = gr.Close() }, nil
 	}
 	return br, func() {}, nil
+}
+
+// zstdPassthrough is the decoder the receiver gives confighttp for
+// Content-Encoding: zstd: it leaves the body as it is (nil), so that
+// sniffBody decodes it, its decoder's memory taken from the admission
+// control first. confighttp's own decoder would allocate its window before
+// the receiver sees a byte, and keep it in a pool afterwards.
+func zstdPassthrough(io.ReadCloser) (io.ReadCloser, error) { return nil, nil }
+
+// zstdDecoderBytes is what a streaming zstd decoder holds for a frame
+// whose header is head: its window (a single-segment frame's window is its
+// content size), as bounded by zstdWindow(maxBody), and room for two
+// blocks. Later frames of the body may grow it up to that bound.
+func zstdDecoderBytes(head []byte, maxBody int64) int64 {
+	bound := zstdWindow(maxBody)
+	var h zstd.Header
+	w := bound
+	if err := h.Decode(head); err == nil {
+		switch {
+		case h.SingleSegment && h.HasFCS:
+			w = min(h.FrameContentSize, bound)
+		case h.WindowSize > 0:
+			w = min(h.WindowSize, bound)
+		}
+	}
+	const block = 128<<10 + 32 // the largest block and its copy overrun
+	return int64(w) + 2*int64(min(w, block))
+}
+
+// takeZstd takes a zstd body's decoder memory from the ticket (none: no
+// ticket).
+func (t *ticket) takeZstd(head []byte, maxBody int64) *reqError {
+	if t == nil {
+		return nil
+	}
+	n := zstdDecoderBytes(head, maxBody)
+	if !t.a.take(n) {
+		return overCapacity(t.a.limit)
+	}
+	t.held += n
+	return nil
 }
 
 // zstdWindow bounds the window a zstd body may ask for, as confighttp does.
@@ -146,6 +198,9 @@ func readError(err error, line, maxLine int) *reqError {
 	switch {
 	case errors.As(err, &mbe) || errors.Is(err, errBodyTooLarge):
 		return &reqError{status: http.StatusRequestEntityTooLarge, msg: "request body too large: " + err.Error(), seq: -1, reason: "body_too_large"}
+	case errors.Is(err, errOverCapacity):
+		return &reqError{status: http.StatusServiceUnavailable, seq: -1, reason: "bytes_in_flight",
+			msg: fmt.Sprintf("the receiver is reading its limit of request bodies at once (max_bytes_in_flight, decompressed; cut at line %d), retry later", line)}
 	case errors.Is(err, errLineTooLong):
 		return &reqError{status: http.StatusRequestEntityTooLarge, line: line, seq: -1, code: sessionlog.CodeRowTooLong, reason: "row_too_long",
 			msg: fmt.Sprintf("line %d: %s: the row exceeds max_line_bytes (%d)", line, sessionlog.CodeRowTooLong, maxLine)}

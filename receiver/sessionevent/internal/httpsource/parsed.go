@@ -29,9 +29,15 @@ type parseOptions struct {
 	// maxBody bounds the decompressed size of a body compressed without a
 	// Content-Encoding (a raw .jsonl.zstd or .gz upload).
 	maxBody int64
+	// encoding is the request's Content-Encoding, when confighttp left the
+	// body to the receiver to decode (zstd).
+	encoding string
 	// version is the header version remembered for a session from earlier
 	// requests (dedup.UnknownVersion: none); nil means none.
 	version func(session string) int
+	// ticket, when set, takes the decompressed bytes read from the
+	// admission control (admission.go).
+	ticket *ticket
 }
 
 // parsedSession is the part of a request that belongs to one session.
@@ -66,12 +72,21 @@ type parsedBody struct {
 // with once it is answered (release).
 var arenas = sync.Pool{New: func() any { return new(sessionlog.Arena) }}
 
+// pooledArenaBytes is the largest body whose arena goes back to arenas: an
+// arena keeps the blocks it grew to, several times the body's size in
+// small rows, and a pooled one lives on until two garbage collections
+// have passed. Live posts, the requests worth recycling for, are far
+// smaller; a large upload's arena is left to the collector.
+const pooledArenaBytes = 256 << 10
+
 // release frees the request's decoded rows; pb's rows are not to be read
 // after it.
 func (p *parsedBody) release() {
 	if p.arena != nil {
-		p.arena.Reset()
-		arenas.Put(p.arena)
+		if p.bytes <= pooledArenaBytes {
+			p.arena.Reset()
+			arenas.Put(p.arena)
+		}
 		p.arena = nil
 	}
 }

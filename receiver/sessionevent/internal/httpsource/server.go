@@ -77,8 +77,11 @@ func (h *Source) Start(ctx context.Context, host component.Host) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc(pathSession, h.handleSession)
 	mux.HandleFunc(pathLines, h.handleLines)
-	srv, err := h.cfg.ServerConfig.ToServer(ctx, host.GetExtensions(), h.set.TelemetrySettings, mux,
-		confighttp.WithErrorHandler(jsonErrorHandler))
+	opts := []confighttp.ToServerOption{confighttp.WithErrorHandler(jsonErrorHandler)}
+	if h.cfg.zstdEnabled() {
+		opts = append(opts, confighttp.WithDecoder("zstd", zstdPassthrough))
+	}
+	srv, err := h.cfg.ServerConfig.ToServer(ctx, host.GetExtensions(), h.set.TelemetrySettings, mux, opts...)
 	if err != nil {
 		return err
 	}
@@ -89,6 +92,8 @@ func (h *Source) Start(ctx context.Context, host component.Host) error {
 	}
 	h.srv = srv
 	h.addr = ln.Addr()
+	h.admission = newAdmission(h.cfg.MaxBytesInFlight)
+	h.origins = newOriginCheck(h.cfg)
 	h.set.Logger.Info("Accepting dsh session events over HTTP", zap.String("endpoint", ln.Addr().String()))
 	h.wg.Go(func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -109,6 +114,10 @@ func (h *Source) Shutdown(ctx context.Context) error {
 		}
 	}
 	h.wg.Wait() // Serve returns as soon as Shutdown closed the listener
+	if h.admission != nil {
+		h.admission.shutdown()
+		h.admission = nil
+	}
 	if h.client != nil {
 		if err := h.client.Close(ctx); err != nil {
 			errs = append(errs, err)
@@ -134,22 +143,36 @@ func (h *Source) handleLines(w http.ResponseWriter, req *http.Request) {
 
 func isControl(c rune) bool { return c < 0x20 || c == 0x7f }
 
-// handle answers one request: its Content-Type, then its body parsed and
-// judged whole (parseBody), then ingested.
+// handle answers one request: who sent it (a web page of another origin
+// is refused), its Content-Type, then its admission (a share of
+// max_bytes_in_flight), then its body parsed and judged whole (parseBody),
+// then ingested.
 func (h *Source) handle(w http.ResponseWriter, req *http.Request, o parseOptions) {
 	ctx := req.Context()
+	if rerr := h.origins.refusal(req); rerr != nil {
+		h.refuse(w, ctx, rerr, 1)
+		return
+	}
 	if ct := req.Header.Get("Content-Type"); !mediaTypeAccepted(ct) {
 		h.refuse(w, ctx, &reqError{status: http.StatusUnsupportedMediaType, seq: -1, reason: "content_type",
 			msg: fmt.Sprintf("unsupported Content-Type %q: send NDJSON (application/x-ndjson, application/jsonl, application/json, text/plain) "+
 				"or a zstd/gzip body (application/zstd, application/gzip, application/octet-stream)", ct)}, 1)
 		return
 	}
+	t := h.admission.admit()
+	if t == nil {
+		h.refuse(w, ctx, overCapacity(h.admission.limit), 1)
+		return
+	}
+	defer t.done()
+	o.ticket = t
+	o.encoding = req.Header.Get("Content-Encoding")
 	o.maxLine = h.maxLine
 	o.maxBody = h.maxBody
 	o.client = logrecord.ClientFromContext(ctx)
 	o.version = h.dedup.CurrentVersion
 	pb, rerr := parseBody(req.Body, o)
-	defer pb.release() // the rows are done with once the request is answered
+	defer pb.release() // the rows are done with once the request is answered, before t.done
 	h.tel.BytesRead(ctx, pb.bytes)
 	if rerr != nil {
 		h.refuse(w, ctx, rerr, max(pb.rows, 1))

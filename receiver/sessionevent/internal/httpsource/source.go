@@ -48,8 +48,12 @@ type Source struct {
 	srv     *http.Server
 	addr    net.Addr
 	maxBody int64
-	client  storage.Client
-	wg      sync.WaitGroup
+	// admission bounds the body bytes read at once (admission.go), made
+	// by Start; origins refuses web pages of other origins (origin.go).
+	admission *admission
+	origins   originCheck
+	client    storage.Client
+	wg        sync.WaitGroup
 }
 
 // New returns the HTTP source of the receiver set describes: its section
