@@ -24,8 +24,9 @@ type Options struct {
 	// base without extension, as `dshtrace spans` files it, so that the
 	// trace ids agree.
 	Name, Session string
-	// NoContent builds the page without any message or tool content: no
-	// text, arguments, results, prompts, titles or raw rows are kept.
+	// NoContent builds the page without any message or tool content and
+	// without what the log's user wrote: no text, arguments, results,
+	// prompts, titles, working directory or raw rows are kept.
 	NoContent bool
 	// AgentName names the agent when a header has no agentPreset (default
 	// turnengine.DefaultAgentName).
@@ -39,6 +40,18 @@ func FallbackSession(name string) string {
 	return strings.TrimSuffix(filepath.Base(name), filepath.Ext(name))
 }
 
+// Rows are the decoded rows of one input, as sessionlog's Decoder gives
+// them, or a reader that picks and checks them.
+type Rows interface {
+	// Next returns the next row, io.EOF at the end; a row is valid until
+	// the next call.
+	Next() (*sessionlog.Row, error)
+	// Format, Header and Tail are what the reader knows of the input so far.
+	Format() sessionlog.Format
+	Header() *sessionlog.Header
+	Tail() *sessionlog.Tail
+}
+
 // Build reads one input — a session file, plain or zstd, a seed-dialect
 // log or a live stream in any wrapper — and returns its page.
 func Build(r io.Reader, opts Options) (*Page, error) {
@@ -47,6 +60,11 @@ func Build(r io.Reader, opts Options) (*Page, error) {
 		return nil, err
 	}
 	defer dec.Close()
+	return BuildRows(dec, opts)
+}
+
+// BuildRows builds the page of the rows read from dec.
+func BuildRows(dec Rows, opts Options) (*Page, error) {
 	b := newBuilder(opts)
 	for {
 		row, err := dec.Next()
@@ -243,7 +261,7 @@ func (b *builder) fallback() string {
 // sessionOf names the session a row belongs to: a wrapped row's own, else
 // the file's header id, else the input's name (as turnengine.Replay
 // files them); rows that name none go with the latest session.
-func (b *builder) sessionOf(r *sessionlog.Row, dec *sessionlog.Decoder) *state {
+func (b *builder) sessionOf(r *sessionlog.Row, dec Rows) *state {
 	switch {
 	case r.Wrapper == sessionlog.WrapNone && (r.Kind == sessionlog.RowEvent || r.Kind == sessionlog.RowPacked || r.Kind == sessionlog.RowHeader):
 		if h := dec.Header(); h != nil && h.ID != "" {
@@ -259,7 +277,7 @@ func (b *builder) sessionOf(r *sessionlog.Row, dec *sessionlog.Decoder) *state {
 // row folds one row of the input: the page's row for it, named in its
 // session; the row's events; then its place on the page — its turn, or
 // the stretch of rows between turns.
-func (b *builder) row(r *sessionlog.Row, dec *sessionlog.Decoder) {
+func (b *builder) row(r *sessionlog.Row, dec Rows) {
 	st := b.sessionOf(r, dec)
 	row := b.newRow(r)
 	if st == nil {
@@ -322,6 +340,9 @@ func (b *builder) identify(s *Session, row *Row, r *sessionlog.Row) {
 		if r.Header != nil {
 			row.Time = r.Header.CreatedAt
 			s.Header = ownHeader(r.Header)
+			if b.opts.NoContent {
+				s.Header.Cwd = "" // the user's own path
+			}
 		}
 	default:
 		row.Type = r.Kind.String()
@@ -335,7 +356,7 @@ func (b *builder) identify(s *Session, row *Row, r *sessionlog.Row) {
 }
 
 // events folds a row's events and returns the turn of its first.
-func (b *builder) events(st *state, row *Row, r *sessionlog.Row, dec *sessionlog.Decoder) *Turn {
+func (b *builder) events(st *state, row *Row, r *sessionlog.Row, dec Rows) *Turn {
 	var header *sessionlog.Header
 	if r.Wrapper == sessionlog.WrapNone {
 		header = dec.Header()
