@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -30,49 +28,53 @@ const defaultServeAddr = "127.0.0.1:7788"
 // runServe serves the replay pages of every session under one or more
 // dsh session roots (or session_archive roots, the same layout), read-only,
 // until interrupted.
-func runServe(args []string, stdout, stderr io.Writer) error {
+func runServe(e *env, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return serveUntil(ctx, args, stdout, stderr)
+	return serveUntil(ctx, e, args)
 }
 
 // serveUntil is runServe until ctx ends.
-func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+func serveUntil(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("serve")
 	addr := fs.String("addr", defaultServeAddr, "listen on `HOST:PORT` (a non-loopback host serves the sessions to the network)")
 	jaeger := fs.String("jaeger", "", "link each turn to its trace in the Jaeger UI at `URL`")
-	noContent := fs.Bool("no-content", false, "leave out every message and tool payload")
+	noContent := fs.Bool("no-content", false, "leave out every message and tool payload and what the user wrote (working directory included)")
 	perPage := fs.Int("turns-per-page", defaultTurnsPerPage, "show a long session `N` turns at a time")
-	roots, err := parseInterleaved(fs, args)
+	roots, err := parseArgs(e, fs, args, someRoots)
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("serve: %v", err)}
-	}
-	if len(roots) == 0 {
-		return &exitError{code: 2, err: errors.New("serve: want at least one ROOT (a dsh session root, e.g. ~/.dsh/sessions)")}
+		return err
 	}
 	if err := checkJaeger(*jaeger); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("serve: %v", err)}
+		return &exitError{code: 2, err: err}
+	}
+	if *perPage < 1 {
+		return &exitError{code: 2, err: fmt.Errorf("--turns-per-page %d: want 1 or more", *perPage)}
 	}
 	srv, err := newServer(roots, serverConfig{Jaeger: *jaeger, NoContent: *noContent, TurnsPerPage: *perPage})
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("serve: %v", err)}
+		return err
 	}
 	defer srv.Close()
+	for _, r := range roots {
+		if note := describeRoot(r); note != "" {
+			fmt.Fprintf(e.stderr, "dshtrace serve: note: %s\n", note)
+		}
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("serve: %v", err)}
+		return fmt.Errorf("--addr %s: %v", *addr, unwrapNet(err))
 	}
 	if !isLoopback(ln.Addr()) {
-		fmt.Fprintf(stderr, "dshtrace: serve: %s is not a loopback address: anyone who reaches it reads these sessions\n", ln.Addr())
+		fmt.Fprintf(e.stderr, "dshtrace serve: %s is not a loopback address: anyone who reaches it reads these sessions\n", ln.Addr())
 	}
-	fmt.Fprintf(stdout, "serving the sessions of %s on http://%s/\n", strings.Join(roots, ", "), ln.Addr())
+	fmt.Fprintf(e.stdout, "serving the sessions of %s on %s\n", strings.Join(roots, ", "), openURL(ln.Addr()))
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	select {
 	case err := <-done:
-		return &exitError{code: 2, err: fmt.Errorf("serve: %v", err)}
+		return err
 	case <-ctx.Done():
 	}
 	// Answer what is under way; a browser's idle and speculative
@@ -83,6 +85,31 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		hs.Close()
 	}
 	return nil
+}
+
+// unwrapNet is a listen error without the operation's prefix.
+func unwrapNet(err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return oe.Err
+	}
+	return err
+}
+
+// openURL is the URL a person opens to reach a listener: on an
+// unspecified address (0.0.0.0, ::), this machine's loopback and, when
+// known, its name.
+func openURL(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok || !ta.IP.IsUnspecified() {
+		return "http://" + a.String() + "/"
+	}
+	port := strconv.Itoa(ta.Port)
+	u := "http://127.0.0.1:" + port + "/ (all interfaces"
+	if h, err := os.Hostname(); err == nil && h != "" {
+		u += "; from elsewhere http://" + net.JoinHostPort(h, port) + "/"
+	}
+	return u + ")"
 }
 
 // isLoopback reports whether a listener's address is on loopback only.
@@ -150,7 +177,7 @@ const maxCachedPages = 4
 
 func newServer(roots []string, cfg serverConfig) (*server, error) {
 	if cfg.TurnsPerPage <= 0 {
-		cfg.TurnsPerPage = defaultTurnsPerPage
+		cfg.TurnsPerPage = defaultTurnsPerPage // a server made by a test
 	}
 	s := &server{cfg: cfg, summaries: map[string]summary{}, headers: map[string]*sessionlog.Header{}}
 	for _, r := range roots {
@@ -287,7 +314,10 @@ func (s *server) summarize(e entry) replay.ListEntry {
 		le = replay.Summary(p.Sessions[0])
 	}
 	le.ID, le.Size = e.ID, e.Size
-	le.Where = s.roots[e.root].path + " · " + e.Project
+	le.Where = s.roots[e.root].path
+	if !s.cfg.NoContent { // the project directory is the user's working directory
+		le.Where += " · " + e.Project
+	}
 	if !le.HasActivity && le.Err == "" {
 		le.Activity, le.HasActivity = e.ModTime.UnixMilli(), true
 	}
@@ -396,7 +426,12 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 		return ""
 	}, Children: func(id string) []replay.Child { return s.children(entries, id) }}
 	if len(p.Sessions) > 0 {
-		opts.Window = s.window(p.Sessions[0], self, q)
+		win, err := s.window(p.Sessions[0], self, q)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		opts.Window = win
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := replay.Render(w, p, opts); err != nil {
@@ -404,22 +439,15 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// window picks the page of a long session a request asks for.
-func (s *server) window(sess *replay.Session, self string, q url.Values) *replay.Window {
+// window picks the page of a long session a request asks for: the page
+// holding ?find=ID (an element id) or ?turn=N, else ?page=N, else the
+// first. A parameter that names nothing in the session is an error.
+func (s *server) window(sess *replay.Session, self string, q url.Values) (*replay.Window, error) {
 	n := s.cfg.TurnsPerPage
 	pages := sess.Pages(n)
-	if len(pages) < 2 {
-		return nil
-	}
-	cur := 0
-	find := q.Get("find")
-	if t := q.Get("turn"); find == "" && t != "" {
-		find = "turn-" + t
-	}
-	if i, ok := sess.FindPage(n, find); find != "" && ok {
-		cur = i
-	} else if v, err := strconv.Atoi(q.Get("page")); err == nil && v >= 1 && v <= len(pages) {
-		cur = v - 1
+	cur, err := pick(sess, n, len(pages), q)
+	if err != nil || len(pages) < 2 {
+		return nil, err
 	}
 	sep := "?"
 	if strings.Contains(self, "?") {
@@ -442,7 +470,33 @@ func (s *server) window(sess *replay.Session, self string, q url.Values) *replay
 		}
 		w.Pages = append(w.Pages, link)
 	}
-	return w
+	return w, nil
+}
+
+// pick is the index of the page a request's ?find, ?turn or ?page names
+// (the first without any), or why it names none.
+func pick(sess *replay.Session, n, pages int, q url.Values) (int, error) {
+	switch {
+	case q.Has("find"):
+		i, ok := sess.FindPage(n, q.Get("find"))
+		if !ok {
+			return 0, fmt.Errorf("session %q has no element %q", sess.ID, q.Get("find"))
+		}
+		return i, nil
+	case q.Has("turn"):
+		i, ok := sess.FindPage(n, sess.Prefix+"turn-"+q.Get("turn"))
+		if _, err := strconv.ParseUint(q.Get("turn"), 10, 63); err != nil || !ok {
+			return 0, fmt.Errorf("session %q has no turn %q (%s)", sess.ID, q.Get("turn"), plural(len(sess.Turns), "turn"))
+		}
+		return i, nil
+	case q.Has("page"):
+		v, err := strconv.Atoi(q.Get("page"))
+		if err != nil || v < 1 || v > pages {
+			return 0, fmt.Errorf("session %q has no page %q (%s of up to %d turns)", sess.ID, q.Get("page"), plural(pages, "page"), n)
+		}
+		return v - 1, nil
+	}
+	return 0, nil
 }
 
 // header is a session file's header, read once while the file is unchanged.
