@@ -33,7 +33,14 @@ type Options struct {
 	AgentName string
 	// Prices prices model calls; nil: the engine's built-in table.
 	Prices *pricing.Table
+	// Grow, when set, is told as the page is built how much memory it is
+	// estimated to hold so far (Estimate), every growStep rows and at the
+	// end; an error from it stops the build and is Build's.
+	Grow func(bytes int64) error
 }
+
+// growStep is how many rows a build reads between two calls of Grow.
+const growStep = 512
 
 // FallbackSession is the session id of a log whose rows name none.
 func FallbackSession(name string) string {
@@ -76,6 +83,12 @@ func BuildRows(dec Rows, opts Options) (*Page, error) {
 		}
 		b.row(row, dec)
 		b.drain()
+		if b.rowsRead++; b.rowsRead%growStep == 0 {
+			if err := b.grow(); err != nil {
+				return nil, err
+			}
+		}
+		b.bytesRead += int64(len(row.Bytes))
 	}
 	// As `dshtrace spans` does: what is still open at the end of the input
 	// closes as dangling, cause end_of_input.
@@ -86,7 +99,32 @@ func BuildRows(dec Rows, opts Options) (*Page, error) {
 	}
 	b.finish()
 	b.page.rows.done()
+	if err := b.grow(); err != nil {
+		return nil, err
+	}
 	return b.page, nil
+}
+
+// grow tells Options.Grow the page's estimated memory so far.
+func (b *builder) grow() error {
+	if b.opts.Grow == nil {
+		return nil
+	}
+	return b.opts.Grow(Estimate(b.rowsRead, b.bytesRead, b.opts.NoContent))
+}
+
+// Estimate is the memory a page built from rows rows of bytes bytes
+// holds while it is built and after, by measurement: above the heap a
+// long synthetic session's page holds (TestEstimate), near the heap's
+// peak while it is built. It is a cost per row (its Row, its place in a turn, the turn
+// engine's and the deriver's state) and, with content, a share of the
+// rows' bytes (messages kept as text, raw rows compressed).
+func Estimate(rows, bytes int64, noContent bool) int64 {
+	const perRow, perByte, perByteNoContent = 800, 2, 1
+	if noContent {
+		return rows*perRow + bytes*perByteNoContent
+	}
+	return rows*perRow + bytes*perByte
 }
 
 // builder folds the rows of one input into its page.
@@ -102,8 +140,10 @@ type builder struct {
 	// go to the first session.
 	early []*Row
 	// rows are allocated rowSlab at a time.
-	rows  []Row
-	names map[string]string // see name
+	rows []Row
+	// rowsRead and bytesRead are what has been read of the input.
+	rowsRead, bytesRead int64
+	names               map[string]string // see name
 }
 
 // maxNames bounds the builder's table of names.
