@@ -249,7 +249,9 @@ func TestServeTimeouts(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var stdout, stderr lockedBuffer
 	done := make(chan error, 1)
-	go func() { done <- serveUntil(ctx, &env{stdout: &stdout, stderr: &stderr}, []string{"--addr", "127.0.0.1:0", root}) }()
+	go func() {
+		done <- serveUntil(ctx, &env{stdout: &stdout, stderr: &stderr}, []string{"--addr", "127.0.0.1:0", root})
+	}()
 	defer func() { cancel(); <-done }()
 	var addr string
 	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
