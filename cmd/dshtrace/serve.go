@@ -223,10 +223,14 @@ func newServer(roots []string, cfg serverConfig) (*server, error) {
 	s := &server{cfg: cfg, hosts: newHostCheck(cfg.AllowHosts), pages: newPageStore(cfg.MaxPageMemory),
 		summaries: newFileCache[replay.ListEntry](maxCachedFiles), parents: newFileCache[parentLink](maxCachedFiles)}
 	for _, r := range roots {
+		if fi, err := os.Stat(r); err == nil && !fi.IsDir() {
+			s.Close()
+			return nil, fmt.Errorf("session root %s: is a file, not a directory (dshtrace replay FILE shows one log)", r)
+		}
 		dir, err := os.OpenRoot(r)
 		if err != nil {
 			s.Close()
-			return nil, fmt.Errorf("session root %s: %w", r, err)
+			return nil, fmt.Errorf("session root %s: %v", r, unwrapPath(err))
 		}
 		s.roots = append(s.roots, servedRoot{path: r, dir: dir})
 	}

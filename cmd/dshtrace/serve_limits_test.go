@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -284,5 +285,36 @@ func TestServeTimeouts(t *testing.T) {
 	}
 	if !closedWithin(idle, 3*time.Second) {
 		t.Errorf("an idle keep-alive connection is kept open")
+	}
+}
+
+// TestServeSaysWhatRootHolds: a root without sessions is said on the
+// console with what serve looked for and found instead; a file is no
+// root.
+func TestServeSaysWhatRootHolds(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	loose := filepath.Join(dir, "loose")
+	must(t, os.MkdirAll(empty, 0o755))
+	must(t, os.MkdirAll(loose, 0o755))
+	must(t, os.WriteFile(filepath.Join(loose, "a.jsonl"), dialect(t, "v4-tools"), 0o644))
+	root := filepath.Join(dir, "root")
+	file := put(t, root, "s", "session.v4.jsonl", dialect(t, "v4-tools"))
+	project, session := filepath.Join(root, "--w--"), filepath.Dir(file)
+	for r, want := range map[string]string{
+		empty:   "it is empty",
+		loose:   "found instead 1 loose session log (a.jsonl): dshtrace replay FILE shows one",
+		project: "it is a project directory (sessions right under it): serve its parent, " + root,
+		session: "it is a session directory: serve " + root + ", or replay the file with dshtrace replay",
+		root:    "",
+	} {
+		got := describeRoot(r)
+		if want == "" && got != "" || !strings.HasSuffix(got, want) ||
+			want != "" && !strings.Contains(got, "holds no session (looked for ROOT/<project>/<session>/session[.vN].jsonl[.zstd])") {
+			t.Errorf("%s: %q, want …%q", r, got, want)
+		}
+	}
+	if code, _, errs := runCLI(t, "", "serve", file); code != 2 || !strings.Contains(errs, "is a file, not a directory") {
+		t.Errorf("serve FILE: exit %d, %q", code, errs)
 	}
 }
