@@ -1,9 +1,9 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
@@ -12,15 +12,14 @@ import (
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
-func runDerive(args []string, stdin io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("derive", flag.ContinueOnError)
+func runDerive(e *env, args []string) error {
+	fs := newFlags("derive")
 	asJSON := fs.Bool("json", false, "print a JSON array of {seq, role, content}")
-	beforeStep := fs.String("before-step", "", "TURN.STEP: the history the model saw when that step's model call began")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: 2}
-	}
-	if fs.NArg() != 1 {
-		return &exitError{code: 2, err: errors.New("derive: exactly one FILE expected")}
+	beforeStep := fs.String("before-step", "", "the history the model saw when step `TURN.STEP`'s model call began")
+	session := sessionFlag(fs)
+	files, err := parseArgs(e, fs, args, oneFile)
+	if err != nil {
+		return err
 	}
 	var before *sessionlog.StepRef
 	if *beforeStep != "" {
@@ -30,34 +29,94 @@ func runDerive(args []string, stdin io.Reader, stdout io.Writer) error {
 		}
 		before = &ref
 	}
-	name := fs.Arg(0)
-	f, err := openInput(name, stdin)
+	name := files[0]
+	f, err := openInput(name, e.stdin)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return err
 	}
 	defer f.Close()
-	h, err := sessionlog.Derive(f, sessionlog.Options{}, before)
+	in, err := newInput(name, f, *session, e.stderr, false)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	h, derived, err := derive(in, before)
 	if errors.Is(err, sessionlog.ErrStepNotFound) {
 		return &exitError{code: 1, err: fmt.Errorf("%s: %w", name, err)}
 	}
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("%s: %w", name, err)}
+		return err
+	}
+	if ss := in.Sessions(); *session == "" && len(ss) > 1 {
+		fmt.Fprintf(e.stderr, "%s: note: %s in the input (%s): the history of %s; --session ID picks another\n",
+			name, plural(len(ss), "session"), strings.Join(ss, ", "), derived)
 	}
 	if *asJSON {
 		b, err := json.Marshal(h)
 		if err != nil {
 			return err
 		}
-		_, err = stdout.Write(append(b, '\n'))
+		_, err = e.stdout.Write(append(b, '\n'))
 		return err
 	}
+	w := bufio.NewWriter(e.stdout)
+	defer w.Flush()
 	for _, m := range h.All() {
-		fmt.Fprintf(stdout, "[%d] %s%s\n", m.Seq(), m.Role(), describeOrigin(m))
+		fmt.Fprintf(w, "[%d] %s%s\n", m.Seq(), m.Role(), describeOrigin(m))
 		for _, line := range renderContent(m.Content()) {
-			fmt.Fprintf(stdout, "    %s\n", line)
+			if line == "" {
+				fmt.Fprintln(w) // no trailing blanks
+				continue
+			}
+			fmt.Fprintf(w, "    %s\n", line)
 		}
 	}
 	return nil
+}
+
+// derive projects the history of one session of the input (the first,
+// unless the input keeps only one): at its end or, with before, when that
+// step's first model call began (sessionlog.Derive's rule). It returns
+// the session derived.
+func derive(in *input, before *sessionlog.StepRef) (sessionlog.History, string, error) {
+	d := sessionlog.NewDeriver()
+	session, inStep := "", false
+	for {
+		row, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return sessionlog.History{}, session, err
+		}
+		if len(row.Events) == 0 {
+			continue
+		}
+		id, _ := in.sessionOf(row)
+		if session == "" {
+			session = id
+		} else if id != session {
+			continue
+		}
+		for i := range row.Events {
+			e := &row.Events[i]
+			if before != nil {
+				isStep := e.HasTurn && e.HasStep && e.Turn == before.Turn && e.Step == before.Step
+				switch {
+				case e.Type == "step/start" && isStep:
+					inStep = true
+				case inStep && isStep && (e.Type == "assistant/chunk" || e.Type == "assistant/attempt" ||
+					e.Type == "assistant/message" || e.Type == "step/end"):
+					return d.History(), session, nil
+				}
+			}
+			d.Event(e, in.Format())
+		}
+	}
+	if before != nil {
+		return sessionlog.History{}, session, fmt.Errorf("%w: %s", sessionlog.ErrStepNotFound, before)
+	}
+	return d.History(), session, nil
 }
 
 func describeOrigin(m sessionlog.Message) string {

@@ -14,19 +14,65 @@ import (
 const usage = `usage: dshtrace <command> [flags] FILE...
 
 commands:
-  check [--json] FILE...                      validate logs; exit 1 on violations, 2 if unreadable
-  derive [--json] [--before-step T.S] FILE    the model-visible history
-  turns FILE                                  an outline of turns, steps and tool calls
-  query FILE (--turn N | --call-id ID | --sources SEQ [--transitive])
-                                              the physical rows behind a turn, call or seq
-  spans [--json] [--otlp-endpoint URL] FILE   the trace of every turn (turns never ended close as dangling)
-  replay [-o FILE.html] [--jaeger URL] [--no-content] FILE
-                                              one self-contained HTML page of the session
-  serve [--addr 127.0.0.1:7788] [--jaeger URL] [--no-content] ROOT...
-                                              the replay pages of every session under dsh session roots
+  check [--json] [--session ID] FILE...
+      validate logs; exit 1 on violations, 2 if unreadable
+  derive [--json] [--before-step T.S] [--session ID] FILE
+      the model-visible history
+  turns [--session ID] FILE
+      an outline of turns, steps and tool calls
+  query FILE (--turn N | --call-id ID | --sources SEQ [--transitive]) [--session ID]
+      the physical rows behind a turn, call or seq
+  spans [--json] [--otlp-endpoint URL] [--agent-name NAME] [--capture-content] [--session ID] FILE
+      the trace of every turn (turns never ended close as dangling)
+  replay [-o FILE.html] [--jaeger URL] [--no-content] [--session ID] FILE
+      one self-contained HTML page of the session
+  serve [--addr 127.0.0.1:7788] [--allow-host NAME] [--jaeger URL] [--no-content]
+        [--turns-per-page N] [--max-page-memory MiB] ROOT...
+      the replay pages of every session under dsh session roots
 
+Flags and files go in any order; "dshtrace COMMAND --help" describes a command's flags.
 FILE may be plain JSONL or zstd (.jsonl.zstd); "-" reads standard input.
 `
+
+// env is what a command reads and writes.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// command is one of dshtrace's commands.
+type command struct {
+	name string
+	// synopsis follows the name in the command's usage line.
+	synopsis string
+	// about says what the command does, for its --help.
+	about string
+	run   func(e *env, args []string) error
+}
+
+// commands are dshtrace's commands, by name.
+var commands = map[string]command{}
+
+func init() {
+	for _, c := range []command{
+		{"check", "[--json] [--session ID] FILE...",
+			"Validates each log against the dsh format's invariants. Exit 1 on violations, 2 if a file cannot be read.", runCheck},
+		{"derive", "[--json] [--before-step T.S] [--session ID] FILE",
+			"Prints the model-visible history of a session.", runDerive},
+		{"turns", "[--session ID] FILE",
+			"Prints an outline of the turns, steps and tool calls.", runTurns},
+		{"query", "FILE (--turn N | --call-id ID | --sources SEQ [--transitive]) [--session ID]",
+			"Prints the physical rows behind a turn, a tool call or a seq's citations. Exit 1 when no row matches.", runQuery},
+		{"spans", "[--json] [--otlp-endpoint URL] [--agent-name NAME] [--capture-content] [--session ID] FILE",
+			"Prints (or sends) the trace of every turn; turns never ended close as dangling.", runSpans},
+		{"replay", "[-o FILE.html] [--jaeger URL] [--no-content] [--session ID] FILE",
+			"Writes one self-contained HTML page of the session.", runReplay},
+		{"serve", "[--addr 127.0.0.1:7788] [--allow-host NAME] [--jaeger URL] [--no-content] [--turns-per-page N] [--max-page-memory MiB] ROOT...",
+			"Serves the replay pages of every session under dsh session roots until interrupted.", runServe},
+	} {
+		commands[c.name] = c
+	}
+}
 
 // exitError carries a process exit code out of a command.
 type exitError struct {
@@ -41,57 +87,44 @@ func (e *exitError) Error() string {
 	return e.err.Error()
 }
 
+func (e *exitError) Unwrap() error { return e.err }
+
+// errHelp ends a command that printed its usage on request.
+var errHelp = errors.New("help requested")
+
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// run executes one command and returns the process exit code.
+// run executes one command and returns the process exit code. Every
+// error is one line, "dshtrace COMMAND: …", on standard error.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2
 	}
-	var err error
 	switch args[0] {
-	case "check":
-		err = runCheck(args[1:], stdin, stdout)
-	case "derive":
-		err = runDerive(args[1:], stdin, stdout)
-	case "turns":
-		err = runTurns(args[1:], stdin, stdout)
-	case "query":
-		err = runQuery(args[1:], stdin, stdout)
-	case "spans":
-		err = runSpans(args[1:], stdin, stdout)
-	case "replay":
-		err = runReplay(args[1:], stdin, stdout)
-	case "serve":
-		err = runServe(args[1:], stdout, stderr)
-	case "help", "-h", "--help":
+	case "help", "-h", "-help", "--help":
 		fmt.Fprint(stdout, usage)
 		return 0
-	default:
-		fmt.Fprintf(stderr, "dshtrace: unknown command %q\n\n%s", args[0], usage)
+	}
+	c, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(stderr, "dshtrace: unknown command %q (dshtrace --help lists them)\n", args[0])
 		return 2
 	}
-	if err == nil {
+	err := c.run(&env{stdin: stdin, stdout: stdout, stderr: stderr}, args[1:])
+	if err == nil || errors.Is(err, errHelp) {
 		return 0
 	}
+	code := 2
 	var ee *exitError
 	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintf(stderr, "dshtrace: %v\n", ee.err)
+		code = ee.code
+		if ee.err == nil {
+			return code
 		}
-		return ee.code
 	}
-	fmt.Fprintf(stderr, "dshtrace: %v\n", err)
-	return 2
-}
-
-// openInput opens FILE, or standard input for "-".
-func openInput(name string, stdin io.Reader) (io.ReadCloser, error) {
-	if name == "-" {
-		return io.NopCloser(stdin), nil
-	}
-	return os.Open(name)
+	fmt.Fprintf(stderr, "dshtrace %s: %v\n", c.name, err)
+	return code
 }

@@ -7,8 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
+	"strings"
 
 	"github.com/dshtrace/dshtrace/sessionlog"
 	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
@@ -31,60 +31,73 @@ type queryArgs struct {
 	callID     string
 	seq        int64
 	transitive bool
+	session    string
 }
 
 // runQuery prints the physical rows behind a turn (--turn N), a tool round
 // trip (--call-id ID) or a seq's citations (--sources SEQ [--transitive]),
 // byte for byte and in file order, each row at most once. Exit 0 when a row
 // matched, 1 when none did, 2 on unreadable input or bad flags.
-func runQuery(args []string, stdin io.Reader, stdout io.Writer) error {
-	q, err := parseQuery(args)
+func runQuery(e *env, args []string) error {
+	q, err := parseQuery(e, args)
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("query: %v", err)}
+		return err
 	}
-	w := bufio.NewWriter(stdout)
+	w := bufio.NewWriter(e.stdout)
 	defer w.Flush()
-	var n int
+	var m *matched
 	switch q.mode {
 	case byTurn, byCallID:
-		n, err = queryStream(q, stdin, w)
+		m, err = queryStream(q, e, w)
 	case bySources:
-		n, err = querySources(q, stdin, w)
+		m, err = querySources(q, e, w)
 	}
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("query: %v", err)}
+		return err
 	}
-	if n == 0 {
-		return &exitError{code: 1, err: fmt.Errorf("query: %s: %s", q.file, q.nothing())}
+	if m.rows == 0 {
+		return &exitError{code: 1, err: fmt.Errorf("%s: %s", q.file, q.nothing())}
+	}
+	if len(m.sessions) > 1 {
+		w.Flush()
+		fmt.Fprintf(e.stderr, "%s: note: the rows are of %s (%s); --session ID keeps one\n",
+			q.file, plural(len(m.sessions), "session"), strings.Join(m.sessions, ", "))
 	}
 	return nil
 }
 
+// matched counts the rows printed and names their sessions.
+type matched struct {
+	rows     int
+	sessions []string
+}
+
+// add counts a row of session id.
+func (m *matched) add(id string) {
+	m.rows++
+	if id != "" && !slices.Contains(m.sessions, id) {
+		m.sessions = append(m.sessions, id)
+	}
+}
+
 // parseQuery reads `FILE (--turn N | --call-id ID | --sources SEQ
-// [--transitive])`, with FILE before or after the flags.
-func parseQuery(args []string) (*queryArgs, error) {
+// [--transitive]) [--session ID]`, in any order.
+func parseQuery(e *env, args []string) (*queryArgs, error) {
 	q := &queryArgs{}
-	fs := flag.NewFlagSet("query", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+	fs := newFlags("query")
 	fs.Int64Var(&q.turn, "turn", 0, "the rows of turn `N`")
-	fs.StringVar(&q.callID, "call-id", "", "the rows of the tool round trip of call `ID`")
+	fs.StringVar(&q.callID, "call-id", "", "the rows of the tool round trip of call `ID` (a nested dispatch's id too)")
 	fs.Int64Var(&q.seq, "sources", 0, "the rows cited by the sourceEventSeqs of `SEQ`")
 	fs.BoolVar(&q.transitive, "transitive", false, "with --sources: follow citations recursively")
-	var files []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		files = append(files, fs.Arg(0))
-		args = fs.Args()[1:]
+	fs.StringVar(&q.session, "session", "", "read only the rows of session `ID` (an input may be a stream of several)")
+	files, err := parseArgs(e, fs, args, oneFile)
+	if err != nil {
+		return nil, err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if err := q.validate(set, files); err != nil {
-		return nil, err
+	if err := q.validate(set); err != nil {
+		return nil, &exitError{code: 2, err: err}
 	}
 	q.file = files[0]
 	switch {
@@ -98,9 +111,8 @@ func parseQuery(args []string) (*queryArgs, error) {
 	return q, nil
 }
 
-// validate checks the flags set and the files named: one file, one mode,
-// each flag's value in range.
-func (q *queryArgs) validate(set map[string]bool, files []string) error {
+// validate checks the flags set: one mode, each flag's value in range.
+func (q *queryArgs) validate(set map[string]bool) error {
 	modes := 0
 	for _, m := range []string{"turn", "call-id", "sources"} {
 		if set[m] {
@@ -108,8 +120,6 @@ func (q *queryArgs) validate(set map[string]bool, files []string) error {
 		}
 	}
 	switch {
-	case len(files) != 1:
-		return errors.New("want exactly one FILE")
 	case modes != 1:
 		return errors.New("want exactly one of --turn, --call-id, --sources")
 	case set["transitive"] && !set["sources"]:
@@ -135,23 +145,23 @@ func (q *queryArgs) nothing() string {
 	return fmt.Sprintf("seq %d is absent or cites nothing that is present", q.seq)
 }
 
-// eachRow decodes r and calls fn for every row, stopping at the first
-// error. Errors name the file and line.
-func eachRow(name string, r io.Reader, fn func(*sessionlog.Row, sessionlog.Format)) error {
-	dec, err := sessionlog.NewDecoder(r, sessionlog.Options{})
+// eachRow reads the query's input and calls fn for every row, stopping at
+// the first error. Errors name the file and line.
+func eachRow(q *queryArgs, e *env, r io.Reader, fn func(*input, *sessionlog.Row)) error {
+	in, err := newInput(q.file, r, q.session, e.stderr, false)
 	if err != nil {
-		return fmt.Errorf("%s: %v", name, err)
+		return err
 	}
-	defer dec.Close()
+	defer in.Close()
 	for {
-		row, err := dec.Next()
+		row, err := in.Next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %v", name, err)
+			return err
 		}
-		fn(row, dec.Format())
+		fn(in, row)
 	}
 }
 
@@ -163,10 +173,10 @@ func writeRow(w io.Writer, r *sessionlog.Row) {
 
 // queryStream answers --turn and --call-id in one pass, holding only the
 // state of each session's open turn.
-func queryStream(q *queryArgs, stdin io.Reader, w io.Writer) (int, error) {
-	f, err := openInput(q.file, stdin)
+func queryStream(q *queryArgs, e *env, w io.Writer) (*matched, error) {
+	f, err := openInput(q.file, e.stdin)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer f.Close()
 	var match func(*sessionlog.Row, sessionlog.Format) bool
@@ -175,14 +185,15 @@ func queryStream(q *queryArgs, stdin io.Reader, w io.Writer) (int, error) {
 	} else {
 		match = callMatcher(q.callID)
 	}
-	n := 0
-	err = eachRow(q.file, f, func(r *sessionlog.Row, format sessionlog.Format) {
-		if match(r, format) {
+	m := &matched{}
+	err = eachRow(q, e, f, func(in *input, r *sessionlog.Row) {
+		if match(r, in.Format()) {
 			writeRow(w, r)
-			n++
+			id, _ := in.sessionOf(r)
+			m.add(id)
 		}
 	})
-	return n, err
+	return m, err
 }
 
 // cursors keeps a turn-model cursor per session of the input.
@@ -226,9 +237,12 @@ func turnMatcher(turn int64) func(*sessionlog.Row, sessionlog.Format) bool {
 // callMatcher matches the rows of one tool round trip: the assistant/message
 // that advertised the call, its tool/call, its tool/result(s) (paired by
 // the turn model's rules, so seed-dialect results without a call id
-// count), and the dispatch sub-calls under it.
+// count), and the dispatch sub-calls under it. id may be a dispatch's own
+// sub-call id (as `turns` prints it): its dispatch rows and those of the
+// sub-calls under it match.
 func callMatcher(id string) func(*sessionlog.Row, sessionlog.Format) bool {
 	cs := cursors{}
+	under := map[string]bool{id: true} // the call and the sub-calls found under it
 	return func(r *sessionlog.Row, f sessionlog.Format) bool {
 		c := cs.of(r)
 		hit := false
@@ -246,7 +260,12 @@ func callMatcher(id string) func(*sessionlog.Row, sessionlog.Format) bool {
 					hit = true
 				}
 			case "tool/ptc-dispatch-start", "tool/ptc-dispatch", "tool/code-dispatch-start", "tool/code-dispatch":
-				hit = hit || e.CallID == id || e.RootCallID == id
+				if under[e.SubCallID] || under[e.CallID] || under[e.RootCallID] {
+					hit = true
+					if e.SubCallID != "" {
+						under[e.SubCallID] = true
+					}
+				}
 			}
 		}
 		return hit
@@ -263,49 +282,53 @@ type seqKey struct {
 // citations (sourceEventSeqs only, never rows) and resolves the cited set,
 // the second prints the rows holding it. Standard input is buffered so it
 // can be read twice.
-func querySources(q *queryArgs, stdin io.Reader, w io.Writer) (int, error) {
-	open := func() (io.ReadCloser, error) { return os.Open(q.file) }
+func querySources(q *queryArgs, e *env, w io.Writer) (*matched, error) {
+	open := func() (io.ReadCloser, error) { return openInput(q.file, e.stdin) }
 	if q.file == "-" {
-		b, err := io.ReadAll(stdin)
+		b, err := io.ReadAll(e.stdin)
 		if err != nil {
-			return 0, fmt.Errorf("-: %v", err)
+			return nil, fmt.Errorf("-: %v", err)
 		}
 		open = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(b)), nil }
 	}
 	f, err := open()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	cites, err := readCitations(q, f)
+	cites, err := readCitations(q, e, f)
 	f.Close()
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
+	m := &matched{}
 	want := citedSet(q, cites)
 	if len(want) == 0 {
-		return 0, nil
+		return m, nil
 	}
-	// Pass 2: the rows holding a wanted event.
+	// Pass 2: the rows holding a wanted event; the first pass said what
+	// could not be read.
 	if f, err = open(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer f.Close()
-	n := 0
-	err = eachRow(q.file, f, func(r *sessionlog.Row, _ sessionlog.Format) {
+	quiet := *e
+	quiet.stderr = io.Discard
+	err = eachRow(q, &quiet, f, func(in *input, r *sessionlog.Row) {
 		key := sessionKey(r)
 		if slices.ContainsFunc(r.Events, func(e sessionlog.Event) bool { return want[seqKey{key, e.Seq}] }) {
 			writeRow(w, r)
-			n++
+			id, _ := in.sessionOf(r)
+			m.add(id)
 		}
 	})
-	return n, err
+	return m, err
 }
 
 // readCitations is the first pass: each event's sourceEventSeqs, of the
 // queried seq only or, with --transitive, of every event up to it.
-func readCitations(q *queryArgs, f io.Reader) (map[seqKey][]int64, error) {
+func readCitations(q *queryArgs, e *env, f io.Reader) (map[seqKey][]int64, error) {
 	cites := map[seqKey][]int64{}
-	err := eachRow(q.file, f, func(r *sessionlog.Row, _ sessionlog.Format) {
+	err := eachRow(q, e, f, func(_ *input, r *sessionlog.Row) {
 		key := sessionKey(r)
 		for _, e := range r.Events {
 			if len(e.Sources) > 0 && (q.transitive || e.Seq == q.seq) && e.Seq <= q.seq {

@@ -243,7 +243,7 @@ func TestQueryErrors(t *testing.T) {
 		{"negative turn", "", []string{"query", seedSample, "--turn", "-1"}, "not negative"},
 		{"negative seq", "", []string{"query", seedSample, "--sources", "-1"}, "not negative"},
 		{"empty call id", "", []string{"query", seedSample, "--call-id", ""}, "non-empty"},
-		{"unknown flag", "", []string{"query", seedSample, "--seq", "1"}, "flag provided but not defined"},
+		{"unknown flag", "", []string{"query", seedSample, "--seq", "1"}, "unknown flag --seq"},
 		{"missing file", "", []string{"query", "testdata/does-not-exist.jsonl", "--turn", "1"}, "does-not-exist.jsonl"},
 		{"missing file, two passes", "", []string{"query", "testdata/does-not-exist.jsonl", "--sources", "1"}, "does-not-exist.jsonl"},
 		{"unsupported version", `{"type":"session","version":5,"id":"s","createdAt":0,"delegationDepth":0}` + "\n",

@@ -45,18 +45,18 @@ func TestReplay(t *testing.T) {
 		}
 	}
 	code, got, _ := runCLI(t, "", "replay", "--no-content", log)
-	if code != 0 || strings.Contains(got, "Read a.txt") || !strings.Contains(got, `id="call-call_2"`) {
+	if code != 0 || strings.Contains(got, "Read a.txt") || strings.Contains(got, "/home/alice") || !strings.Contains(got, `id="call-call_2"`) {
 		t.Errorf("--no-content: exit %d, or content on the page", code)
 	}
 	for _, tt := range []struct {
 		args   []string
 		stderr string
 	}{
-		{[]string{"replay"}, "exactly one SESSION_FILE"},
-		{[]string{"replay", log, log}, "exactly one SESSION_FILE"},
+		{[]string{"replay"}, "want exactly one FILE, got 0"},
+		{[]string{"replay", log, log}, "want exactly one FILE, got 2"},
 		{[]string{"replay", "--jaeger", "javascript:alert(1)", log}, "want the Jaeger UI's URL"},
 		{[]string{"replay", filepath.Join(dir, "missing.jsonl")}, "missing.jsonl"},
-		{[]string{"replay", "-o", filepath.Join(dir, "no", "such", "dir.html"), log}, "no such file"},
+		{[]string{"replay", "-o", filepath.Join(dir, "no", "such", "dir.html"), log}, "to write it in"},
 		{[]string{"replay", filepath.Join("..", "..", "testdata", "hostile", "unsupported-version.jsonl")}, "unsupported session format version"},
 	} {
 		code, _, stderr := runCLI(t, "", tt.args...)

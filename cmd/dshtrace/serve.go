@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,49 +30,62 @@ const defaultServeAddr = "127.0.0.1:7788"
 // runServe serves the replay pages of every session under one or more
 // dsh session roots (or session_archive roots, the same layout), read-only,
 // until interrupted.
-func runServe(args []string, stdout, stderr io.Writer) error {
+func runServe(e *env, args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return serveUntil(ctx, args, stdout, stderr)
+	return serveUntil(ctx, e, args)
 }
 
 // serveUntil is runServe until ctx ends.
-func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
+func serveUntil(ctx context.Context, e *env, args []string) error {
+	fs := newFlags("serve")
 	addr := fs.String("addr", defaultServeAddr, "listen on `HOST:PORT` (a non-loopback host serves the sessions to the network)")
 	jaeger := fs.String("jaeger", "", "link each turn to its trace in the Jaeger UI at `URL`")
-	noContent := fs.Bool("no-content", false, "leave out every message and tool payload")
+	noContent := fs.Bool("no-content", false, "leave out every message and tool payload and what the user wrote (working directory included)")
 	perPage := fs.Int("turns-per-page", defaultTurnsPerPage, "show a long session `N` turns at a time")
-	roots, err := parseInterleaved(fs, args)
+	memory := fs.Int64("max-page-memory", defaultPageMemory>>20, "the memory, in `MiB`, that pages being built and kept may take in all; a page that cannot fit is refused")
+	var hosts hostList
+	fs.Var(&hosts, "allow-host", "answer requests for host `NAME` too (repeat or comma-separate; the listening address, and on loopback localhost, are always answered)")
+	roots, err := parseArgs(e, fs, args, someRoots)
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("serve: %v", err)}
-	}
-	if len(roots) == 0 {
-		return &exitError{code: 2, err: errors.New("serve: want at least one ROOT (a dsh session root, e.g. ~/.dsh/sessions)")}
+		return err
 	}
 	if err := checkJaeger(*jaeger); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("serve: %v", err)}
+		return &exitError{code: 2, err: err}
 	}
-	srv, err := newServer(roots, serverConfig{Jaeger: *jaeger, NoContent: *noContent, TurnsPerPage: *perPage})
+	if *perPage < 1 {
+		return &exitError{code: 2, err: fmt.Errorf("--turns-per-page %d: want 1 or more", *perPage)}
+	}
+	if *memory < 1 || *memory > 1<<30 {
+		return &exitError{code: 2, err: fmt.Errorf("--max-page-memory %d: want a number of MiB, 1 or more", *memory)}
+	}
+	srv, err := newServer(roots, serverConfig{Jaeger: *jaeger, NoContent: *noContent, TurnsPerPage: *perPage,
+		MaxPageMemory: *memory << 20, AllowHosts: hosts, Log: e.stderr})
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("serve: %v", err)}
+		return err
 	}
 	defer srv.Close()
+	for _, r := range roots {
+		if note := describeRoot(r); note != "" {
+			fmt.Fprintf(e.stderr, "dshtrace serve: note: %s\n", note)
+		}
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("serve: %v", err)}
+		return fmt.Errorf("--addr %s: %v", *addr, unwrapNet(err))
 	}
 	if !isLoopback(ln.Addr()) {
-		fmt.Fprintf(stderr, "dshtrace: serve: %s is not a loopback address: anyone who reaches it reads these sessions\n", ln.Addr())
+		fmt.Fprintf(e.stderr, "dshtrace serve: %s is not a loopback address: anyone who reaches it reads these sessions\n", ln.Addr())
 	}
-	fmt.Fprintf(stdout, "serving the sessions of %s on http://%s/\n", strings.Join(roots, ", "), ln.Addr())
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	srv.listenOn(ln.Addr())
+	fmt.Fprintf(e.stdout, "serving the sessions of %s on %s\n", strings.Join(roots, ", "), openURL(ln.Addr()))
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: readHeaderTimeout, ReadTimeout: readTimeout,
+		WriteTimeout: writeTimeout, IdleTimeout: idleTimeout, MaxHeaderBytes: maxHeaderBytes}
 	done := make(chan error, 1)
 	go func() { done <- hs.Serve(ln) }()
 	select {
 	case err := <-done:
-		return &exitError{code: 2, err: fmt.Errorf("serve: %v", err)}
+		return err
 	case <-ctx.Done():
 	}
 	// Answer what is under way; a browser's idle and speculative
@@ -85,6 +98,31 @@ func serveUntil(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	return nil
 }
 
+// unwrapNet is a listen error without the operation's prefix.
+func unwrapNet(err error) error {
+	var oe *net.OpError
+	if errors.As(err, &oe) {
+		return oe.Err
+	}
+	return err
+}
+
+// openURL is the URL a person opens to reach a listener: on an
+// unspecified address (0.0.0.0, ::), this machine's loopback and, when
+// known, its name.
+func openURL(a net.Addr) string {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok || !ta.IP.IsUnspecified() {
+		return "http://" + a.String() + "/"
+	}
+	port := strconv.Itoa(ta.Port)
+	u := "http://127.0.0.1:" + port + "/ (all interfaces"
+	if h, err := os.Hostname(); err == nil && h != "" {
+		u += "; from elsewhere http://" + net.JoinHostPort(h, port) + "/"
+	}
+	return u + ")"
+}
+
 // isLoopback reports whether a listener's address is on loopback only.
 func isLoopback(a net.Addr) bool {
 	ta, ok := a.(*net.TCPAddr)
@@ -94,11 +132,42 @@ func isLoopback(a net.Addr) bool {
 // defaultTurnsPerPage is how many turns one page of a long session shows.
 const defaultTurnsPerPage = 100
 
+// defaultPageMemory is the memory pages may take unless told: about the
+// page of a 500,000-row session (replay.Estimate).
+const defaultPageMemory = 512 << 20
+
+// The server's connection limits: a request has its headers within
+// readHeaderTimeout and its whole self within readTimeout (a GET has no
+// body worth waiting for); a response is written within writeTimeout (a
+// page of a long session to a slow reader holds its memory meanwhile); a
+// keep-alive connection waits idleTimeout for its next request. (Tests
+// shorten them.)
+var (
+	readHeaderTimeout = 10 * time.Second
+	readTimeout       = 30 * time.Second
+	writeTimeout      = 5 * time.Minute
+	idleTimeout       = 60 * time.Second
+)
+
+// maxHeaderBytes bounds a request's headers.
+const maxHeaderBytes = 64 << 10
+
+// maxCachedFiles bounds the list lines and headers kept, one per file.
+const maxCachedFiles = 20000
+
 // serverConfig shapes a server.
 type serverConfig struct {
 	Jaeger       string
 	NoContent    bool
 	TurnsPerPage int
+	// MaxPageMemory is the budget of the pages being built and kept, in
+	// bytes (zero: defaultPageMemory).
+	MaxPageMemory int64
+	// AllowHosts are host names answered besides the listening address's.
+	AllowHosts []string
+	// Log is where failures the browser is not told in full are written
+	// (nil: nowhere).
+	Log io.Writer
 }
 
 // server serves the sessions of its roots. Every file it opens is one the
@@ -110,10 +179,12 @@ type server struct {
 	roots []servedRoot
 	mux   *http.ServeMux
 
-	mu        sync.Mutex
-	summaries map[string]summary            // by file key
-	headers   map[string]*sessionlog.Header // by file key; nil: the file has none
-	pages     []cachedPage                  // the latest built pages, newest last
+	hosts     *hostCheck
+	pages     *pageStore
+	summaries *fileCache[replay.ListEntry]
+	parents   *fileCache[parentLink]
+	// builds counts the pages built, list lines' included.
+	builds atomic.Int64
 }
 
 // servedRoot is one session root.
@@ -128,36 +199,38 @@ type entry struct {
 	sessionroot.Session
 }
 
-// key names an entry's file as it is now: a changed file is another key.
-func (e entry) key() string {
-	return strconv.Itoa(e.root) + "\x00" + e.Path + "\x00" + strconv.FormatInt(e.Size, 10) + "\x00" + strconv.FormatInt(e.ModTime.UnixNano(), 10)
-}
+// file names an entry's file: its root and path.
+func (e entry) file() string { return strconv.Itoa(e.root) + "\x00" + e.Path }
 
-// summary is a session's line in the list, kept while its file is unchanged.
-type summary struct {
-	key   string
-	entry replay.ListEntry
-}
+// version is the file as it is now: a changed file is another version.
+func (e entry) version() fileVersion { return fileVersion{e.Size, e.ModTime.UnixNano()} }
 
-// cachedPage is a built session page, kept while its file is unchanged.
-type cachedPage struct {
-	key  string
-	page *replay.Page
+// versionKey is version as a string.
+func (e entry) versionKey() string {
+	return strconv.FormatInt(e.Size, 10) + "\x00" + strconv.FormatInt(e.ModTime.UnixNano(), 10)
 }
-
-// maxCachedPages bounds the pages kept: a page holds a whole session.
-const maxCachedPages = 4
 
 func newServer(roots []string, cfg serverConfig) (*server, error) {
 	if cfg.TurnsPerPage <= 0 {
-		cfg.TurnsPerPage = defaultTurnsPerPage
+		cfg.TurnsPerPage = defaultTurnsPerPage // a server made by a test
 	}
-	s := &server{cfg: cfg, summaries: map[string]summary{}, headers: map[string]*sessionlog.Header{}}
+	if cfg.MaxPageMemory <= 0 {
+		cfg.MaxPageMemory = defaultPageMemory
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	s := &server{cfg: cfg, hosts: newHostCheck(cfg.AllowHosts), pages: newPageStore(cfg.MaxPageMemory),
+		summaries: newFileCache[replay.ListEntry](maxCachedFiles), parents: newFileCache[parentLink](maxCachedFiles)}
 	for _, r := range roots {
+		if fi, err := os.Stat(r); err == nil && !fi.IsDir() {
+			s.Close()
+			return nil, fmt.Errorf("session root %s: is a file, not a directory (dshtrace replay FILE shows one log)", r)
+		}
 		dir, err := os.OpenRoot(r)
 		if err != nil {
 			s.Close()
-			return nil, fmt.Errorf("session root %s: %w", r, err)
+			return nil, fmt.Errorf("session root %s: %v", r, unwrapPath(err))
 		}
 		s.roots = append(s.roots, servedRoot{path: r, dir: dir})
 	}
@@ -177,6 +250,10 @@ func (s *server) Close() {
 // ServeHTTP answers with the page's own policy and no caching: the pages
 // hold personal data and change while sessions are written.
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if msg, ok := s.hosts.allowed(r.Host); !ok {
+		http.Error(w, msg, http.StatusMisdirectedRequest)
+		return
+	}
 	h := w.Header()
 	h.Set("Content-Security-Policy", replay.Policy())
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -232,69 +309,75 @@ func (s *server) url(entries []entry, e entry) string {
 }
 
 // build reads a session's file and builds its page (without content when
-// summaryOnly, for the list).
-func (s *server) build(e entry, noContent bool) (*replay.Page, error) {
+// noContent), telling grow its estimated memory as it goes.
+func (s *server) build(e entry, noContent bool, grow func(int64) error) (*replay.Page, error) {
+	s.builds.Add(1)
 	f, err := sessionroot.OpenComplete(s.roots[e.root].dir, e.Path, e.Zstd)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return replay.Build(f, replay.Options{Name: e.Path, Session: e.ID, NoContent: noContent})
-}
-
-// page is a session's page, from the cache while its file is unchanged.
-func (s *server) page(e entry) (*replay.Page, error) {
-	key := e.key()
-	s.mu.Lock()
-	for _, c := range s.pages {
-		if c.key == key {
-			s.mu.Unlock()
-			return c.page, nil
-		}
-	}
-	s.mu.Unlock()
-	p, err := s.build(e, s.cfg.NoContent)
+	in, err := newInput(path.Base(e.Path), f, "", nil, true)
 	if err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	s.pages = append(s.pages, cachedPage{key, p})
-	if len(s.pages) > maxCachedPages {
-		s.pages = s.pages[1:]
-	}
-	s.mu.Unlock()
-	return p, nil
+	defer in.Close()
+	return replay.BuildRows(in, replay.Options{Name: e.Path, Session: e.ID, NoContent: noContent, Grow: grow})
 }
 
-// summarize is a session's list entry, from the cache while its file is
+// page is a session's page, built once while its file is unchanged
+// however many ask; release gives it back.
+func (s *server) page(e entry) (p *replay.Page, release func(), err error) {
+	return s.pages.get(e.file(), e.versionKey(), true, func(grow func(int64) error) (*replay.Page, error) {
+		return s.build(e, s.cfg.NoContent, grow)
+	})
+}
+
+// summarize is a session's list entry, read once while its file is
 // unchanged.
 func (s *server) summarize(e entry) replay.ListEntry {
-	key := e.key()
-	s.mu.Lock()
-	c, ok := s.summaries[key]
-	s.mu.Unlock()
-	if ok {
-		return c.entry
+	now := e.version()
+	if le, ok := s.summaries.get(e.file(), func(v fileVersion) bool { return v == now }); ok {
+		return le
 	}
 	var le replay.ListEntry
-	p, err := s.build(e, true)
+	p, release, err := s.pages.get(e.file()+"\x00list", e.versionKey(), false, func(grow func(int64) error) (*replay.Page, error) {
+		return s.build(e, true, grow)
+	})
 	switch {
 	case err != nil:
-		le = replay.ListEntry{Err: err.Error()}
+		le = replay.ListEntry{Err: s.failure(e, err)}
 	case len(p.Sessions) == 0:
 		le = replay.ListEntry{Err: "no session in the file"}
 	default:
 		le = replay.Summary(p.Sessions[0])
 	}
+	if release != nil {
+		release()
+	}
 	le.ID, le.Size = e.ID, e.Size
-	le.Where = s.roots[e.root].path + " · " + e.Project
+	le.Where = s.roots[e.root].path
+	if !s.cfg.NoContent { // the project directory is the user's working directory
+		le.Where += " · " + e.Project
+	}
 	if !le.HasActivity && le.Err == "" {
 		le.Activity, le.HasActivity = e.ModTime.UnixMilli(), true
 	}
-	s.mu.Lock()
-	s.summaries[key] = summary{key, le}
-	s.mu.Unlock()
+	if !errors.Is(err, errPagesBusy) { // busy is a moment's, not the file's
+		s.summaries.put(e.file(), now, le)
+	}
 	return le
+}
+
+// failure is what a request is told of a session that could not be
+// built: why, without the server's paths (the console has them).
+func (s *server) failure(e entry, err error) string {
+	var be *budgetError
+	if errors.As(err, &be) {
+		return be.Error()
+	}
+	fmt.Fprintf(s.cfg.Log, "dshtrace serve: session %q (%s): %v\n", e.ID, path.Join(s.roots[e.root].path, e.Path), err)
+	return unwrapPath(err).Error()
 }
 
 // list serves the session list: the latest activity first, filtered by
@@ -323,7 +406,7 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) {
 	slices.SortStableFunc(l.Sessions, latestFirst)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := replay.RenderList(w, l); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		fmt.Fprintf(s.cfg.Log, "dshtrace serve: the list: %v\n", err)
 	}
 }
 
@@ -379,11 +462,12 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, fmt.Sprintf("no session %q under the served roots", id), http.StatusNotFound)
 		return
 	}
-	p, err := s.page(e)
+	p, release, err := s.page(e)
 	if err != nil {
-		http.Error(w, fmt.Sprintf("session %q (%s): %v", id, path.Join(s.roots[e.root].path, e.Path), err), http.StatusInternalServerError)
+		s.refuse(w, e, err)
 		return
 	}
+	defer release()
 	known := map[string]entry{}
 	for _, o := range entries {
 		known[o.ID] = o
@@ -396,30 +480,45 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 		return ""
 	}, Children: func(id string) []replay.Child { return s.children(entries, id) }}
 	if len(p.Sessions) > 0 {
-		opts.Window = s.window(p.Sessions[0], self, q)
+		win, err := s.window(p.Sessions[0], self, q)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		opts.Window = win
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := replay.Render(w, p, opts); err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
+		// Mostly a client gone; the page's start may be written already.
+		fmt.Fprintf(s.cfg.Log, "dshtrace serve: session %q: %v\n", id, err)
 	}
 }
 
-// window picks the page of a long session a request asks for.
-func (s *server) window(sess *replay.Session, self string, q url.Values) *replay.Window {
+// refuse answers a session whose page could not be built: 503 when the
+// memory for pages is short (with when to retry), else 500; the line says
+// why, without the server's paths.
+func (s *server) refuse(w http.ResponseWriter, e entry, err error) {
+	msg := fmt.Sprintf("session %q: %s", e.ID, s.failure(e, err))
+	switch {
+	case errors.Is(err, errPagesBusy):
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, msg, http.StatusServiceUnavailable)
+	case errors.Is(err, errPageTooLarge):
+		http.Error(w, msg, http.StatusServiceUnavailable)
+	default:
+		http.Error(w, msg, http.StatusInternalServerError)
+	}
+}
+
+// window picks the page of a long session a request asks for: the page
+// holding ?find=ID (an element id) or ?turn=N, else ?page=N, else the
+// first. A parameter that names nothing in the session is an error.
+func (s *server) window(sess *replay.Session, self string, q url.Values) (*replay.Window, error) {
 	n := s.cfg.TurnsPerPage
 	pages := sess.Pages(n)
-	if len(pages) < 2 {
-		return nil
-	}
-	cur := 0
-	find := q.Get("find")
-	if t := q.Get("turn"); find == "" && t != "" {
-		find = "turn-" + t
-	}
-	if i, ok := sess.FindPage(n, find); find != "" && ok {
-		cur = i
-	} else if v, err := strconv.Atoi(q.Get("page")); err == nil && v >= 1 && v <= len(pages) {
-		cur = v - 1
+	cur, err := pick(sess, n, len(pages), q)
+	if err != nil || len(pages) < 2 {
+		return nil, err
 	}
 	sep := "?"
 	if strings.Contains(self, "?") {
@@ -442,31 +541,67 @@ func (s *server) window(sess *replay.Session, self string, q url.Values) *replay
 		}
 		w.Pages = append(w.Pages, link)
 	}
-	return w
+	return w, nil
 }
 
-// header is a session file's header, read once while the file is unchanged.
-func (s *server) header(e entry) *sessionlog.Header {
-	key := e.key()
-	s.mu.Lock()
-	h, ok := s.headers[key]
-	s.mu.Unlock()
-	if ok {
-		return h
+// pick is the index of the page a request's ?find, ?turn or ?page names
+// (the first without any), or why it names none.
+func pick(sess *replay.Session, n, pages int, q url.Values) (int, error) {
+	switch {
+	case q.Has("find"):
+		i, ok := sess.FindPage(n, q.Get("find"))
+		if !ok {
+			return 0, fmt.Errorf("session %q has no element %q", sess.ID, q.Get("find"))
+		}
+		return i, nil
+	case q.Has("turn"):
+		i, ok := sess.FindPage(n, sess.Prefix+"turn-"+q.Get("turn"))
+		if _, err := strconv.ParseUint(q.Get("turn"), 10, 63); err != nil || !ok {
+			return 0, fmt.Errorf("session %q has no turn %q (%s)", sess.ID, q.Get("turn"), plural(len(sess.Turns), "turn"))
+		}
+		return i, nil
+	case q.Has("page"):
+		v, err := strconv.Atoi(q.Get("page"))
+		if err != nil || v < 1 || v > pages {
+			return 0, fmt.Errorf("session %q has no page %q (%s of up to %d turns)", sess.ID, q.Get("page"), plural(pages, "page"), n)
+		}
+		return v - 1, nil
 	}
+	return 0, nil
+}
+
+// parentLink is what a session's header says of the session that started
+// it, as children needs it.
+type parentLink struct {
+	parent  string // "" when the header names none or is not a subagent's
+	created int64
+}
+
+// maxIDBytes bounds a parent id kept: longer is no session id of dsh's.
+const maxIDBytes = 1024
+
+// parentOf is the parent a session file's header names, read once per
+// file: appending rows does not change the header, so it is read again
+// only when the file shrinks (a file written anew).
+func (s *server) parentOf(e entry) parentLink {
+	if l, ok := s.parents.get(e.file(), func(v fileVersion) bool { return e.Size >= v.size }); ok {
+		return l
+	}
+	var l parentLink
 	if f, err := sessionroot.OpenComplete(s.roots[e.root].dir, e.Path, e.Zstd); err == nil {
 		if dec, err := sessionlog.NewDecoder(f, sessionlog.Options{}); err == nil {
 			if row, err := dec.Next(); err == nil && row.Header != nil {
-				h = row.Header
+				h := row.Header
+				if (h.Origin == "subagent" || h.DelegationDepth >= 1) && len(h.ParentSession) <= maxIDBytes {
+					l = parentLink{parent: strings.Clone(h.ParentSession), created: h.CreatedAt}
+				}
 			}
 			dec.Close()
 		}
 		f.Close()
 	}
-	s.mu.Lock()
-	s.headers[key] = h
-	s.mu.Unlock()
-	return h
+	s.parents.put(e.file(), e.version(), l)
+	return l
 }
 
 // children are the subagent sessions under the roots that session id
@@ -474,11 +609,9 @@ func (s *server) header(e entry) *sessionlog.Header {
 func (s *server) children(entries []entry, id string) []replay.Child {
 	var out []replay.Child
 	for _, e := range entries {
-		h := s.header(e)
-		if h == nil || h.ParentSession != id || h.Origin != "subagent" && h.DelegationDepth < 1 {
-			continue
+		if l := s.parentOf(e); l.parent != "" && l.parent == id {
+			out = append(out, replay.Child{ID: e.ID, Created: l.created})
 		}
-		out = append(out, replay.Child{ID: e.ID, Created: h.CreatedAt})
 	}
 	return out
 }

@@ -228,7 +228,6 @@ func TestServePages(t *testing.T) {
 		{"?turn=25", `id="turn-25"`, `id="turn-20"`},
 		{"?find=turn-17", `id="turn-17"`, `id="turn-1"`},
 		{"?find=seq-33", `id="seq-33"`, `id="turn-1"`},
-		{"?find=nothing", `id="turn-1"`, `id="turn-11"`},
 	} {
 		_, page := get(t, srv, "/s/long"+tt.query)
 		if !strings.Contains(page, tt.has) || strings.Contains(page, tt.hasNot) {
@@ -236,6 +235,22 @@ func TestServePages(t *testing.T) {
 		}
 		if !strings.Contains(page, `data-find="/s/long?find="`) || !strings.Contains(page, "21–25") {
 			t.Errorf("/s/long%s: no pager or no find link", tt.query)
+		}
+	}
+	// What names nothing is not found, and says so.
+	for query, want := range map[string]string{
+		"?find=nothing": `session "long" has no element "nothing"`,
+		"?find=":        `session "long" has no element ""`,
+		"?turn=26":      `session "long" has no turn "26" (25 turns)`,
+		"?turn=":        `session "long" has no turn "" (25 turns)`,
+		"?turn=-1":      `session "long" has no turn "-1" (25 turns)`,
+		"?page=4":       `session "long" has no page "4" (3 pages of up to 10 turns)`,
+		"?page=0":       `session "long" has no page "0"`,
+		"?page=x":       `session "long" has no page "x"`,
+	} {
+		code, body := get(t, srv, "/s/long"+query)
+		if code != http.StatusNotFound || !strings.HasPrefix(body, want) {
+			t.Errorf("/s/long%s: %d %q, want 404 and %q", query, code, body, want)
 		}
 	}
 }
@@ -276,7 +291,9 @@ func TestServeLoopbackByDefault(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		var stdout, stderr lockedBuffer
 		done := make(chan error, 1)
-		go func() { done <- serveUntil(ctx, []string{"--addr", tt.addr, root}, &stdout, &stderr) }()
+		go func() {
+			done <- serveUntil(ctx, &env{stdout: &stdout, stderr: &stderr}, []string{"--addr", tt.addr, root})
+		}()
 		var url string
 		for deadline := time.Now().Add(10 * time.Second); url == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 			url = regexp.MustCompile(`http://\S+/`).FindString(stdout.String())

@@ -1,14 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -17,55 +16,83 @@ import (
 
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/internal/turnrender"
-	"github.com/dshtrace/dshtrace/sessionlog"
 )
 
-func runSpans(args []string, stdin io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("spans", flag.ContinueOnError)
+// runSpans prints, or sends, the trace of every turn of one input, from
+// the turn engine and span mapping the connector uses.
+func runSpans(e *env, args []string) error {
+	fs := newFlags("spans")
 	asJSON := fs.Bool("json", false, "print OTLP JSON, one ExportTraceServiceRequest (one turn) per line")
-	endpoint := fs.String("otlp-endpoint", "", "send the spans over OTLP/HTTP to this URL (e.g. http://localhost:4318)")
-	agent := fs.String("agent-name", turnengine.DefaultAgentName, "agent name when the header has no agentPreset")
+	endpoint := fs.String("otlp-endpoint", "", "send the spans over OTLP/HTTP to `URL` (e.g. http://localhost:4318)")
+	agent := fs.String("agent-name", turnengine.DefaultAgentName, "agent `NAME` when the header has no agentPreset")
 	capture := fs.Bool("capture-content", false, "put prompts, outputs and tool payloads on spans")
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: 2}
-	}
-	if fs.NArg() != 1 {
-		return &exitError{code: 2, err: errors.New("spans: exactly one FILE expected")}
-	}
-	name := fs.Arg(0)
-	f, err := openInput(name, stdin)
+	session := sessionFlag(fs)
+	files, err := parseArgs(e, fs, args, oneFile)
 	if err != nil {
-		return &exitError{code: 2, err: err}
+		return err
+	}
+	name := files[0]
+	f, err := openInput(name, e.stdin)
+	if err != nil {
+		return err
 	}
 	defer f.Close()
+	in, err := newInput(name, f, *session, e.stderr, false)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
 	eng := turnengine.New(turnengine.Config{AgentName: *agent, CaptureContent: *capture})
-	// A log without a header or wrapper names no session: use the file name.
-	fallback := strings.TrimSuffix(filepath.Base(name), filepath.Ext(name))
-	if err := turnengine.Replay(eng, f, sessionlog.Options{}, fallback, time.Now()); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("%s: %w", name, err)}
+	if err := replayTurns(eng, in, time.Now()); err != nil {
+		return err
 	}
 	turns := eng.Drain()
 	if *endpoint != "" {
 		if err := sendOTLP(*endpoint, turnrender.Traces(scopeName, turns)); err != nil {
-			return &exitError{code: 2, err: err}
+			return err
 		}
 	}
 	if *asJSON {
 		var m ptrace.JSONMarshaler
+		w := bufio.NewWriter(e.stdout)
+		defer w.Flush()
 		for _, t := range turns {
 			b, err := m.MarshalTraces(turnrender.Traces(scopeName, []*turnengine.Turn{t}))
 			if err != nil {
 				return err
 			}
-			stdout.Write(append(b, '\n'))
+			w.Write(append(b, '\n'))
 		}
 		return nil
 	}
 	if *endpoint != "" {
-		fmt.Fprintf(stdout, "sent %d turns to %s\n", len(turns), *endpoint)
+		fmt.Fprintf(e.stdout, "sent %s to %s\n", plural(len(turns), "turn"), *endpoint)
 		return nil
 	}
-	printSpanTree(stdout, turnrender.Traces(scopeName, turns))
+	printSpanTree(e.stdout, turnrender.Traces(scopeName, turns))
+	return nil
+}
+
+// replayTurns feeds every event of the input to the engine, each filed
+// under its session (a file's rows under its header's id, else the file's
+// name: a log with no header or wrapper names no session), as
+// turnengine.Replay does; what is open at the end closes as dangling,
+// cause end_of_input.
+func replayTurns(eng *turnengine.Engine, in *input, now time.Time) error {
+	for {
+		row, err := in.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return err
+		}
+		id, _ := in.sessionOf(row)
+		for i := range row.Events {
+			eng.Ingest(turnengine.Input{SessionID: id, Event: &row.Events[i], Format: in.Format(), Header: in.Header()}, now)
+		}
+	}
+	eng.Flush(turnengine.CauseEndOfInput, now)
 	return nil
 }
 

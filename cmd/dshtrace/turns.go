@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -26,27 +25,27 @@ import (
 // The turns are the turn engine's, as `spans` and the connector see them;
 // each is printed as it closes, so memory is bounded by the open turns
 // (and the engine's reorder window), not by the log.
-func runTurns(args []string, stdin io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("turns", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	if err := fs.Parse(args); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("turns: %v", err)}
-	}
-	if fs.NArg() != 1 {
-		return &exitError{code: 2, err: errors.New("turns: want exactly one FILE")}
-	}
-	name := fs.Arg(0)
-	f, err := openInput(name, stdin)
+func runTurns(e *env, args []string) error {
+	fs := newFlags("turns")
+	session := sessionFlag(fs)
+	files, err := parseArgs(e, fs, args, oneFile)
 	if err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("turns: %v", err)}
+		return err
+	}
+	name := files[0]
+	f, err := openInput(name, e.stdin)
+	if err != nil {
+		return err
 	}
 	defer f.Close()
-	w := bufio.NewWriter(stdout)
-	defer w.Flush()
-	if err := outlineStream(name, f, w); err != nil {
-		return &exitError{code: 2, err: fmt.Errorf("turns: %v", err)}
+	in, err := newInput(name, f, *session, e.stderr, false)
+	if err != nil {
+		return err
 	}
-	return nil
+	defer in.Close()
+	w := bufio.NewWriter(e.stdout)
+	defer w.Flush()
+	return outlineStream(in, w)
 }
 
 // outlineStream reads one input and writes the outline of every session in
@@ -56,37 +55,29 @@ func runTurns(args []string, stdin io.Reader, stdout io.Writer) error {
 // says when the output switches to another. Where a fork's inherited
 // prefix ends (docs/format.md §3, §11.5) a line says so: the turns printed above it were
 // copied from the parent session.
-func outlineStream(name string, r io.Reader, w io.Writer) error {
-	dec, err := sessionlog.NewDecoder(r, sessionlog.Options{})
-	if err != nil {
-		return fmt.Errorf("%s: %v", name, err)
-	}
-	defer dec.Close()
+func outlineStream(in *input, w io.Writer) error {
 	// The whole log is outlined, inherited prefix included. Arrival time
 	// plays no part: nothing is swept, what is open at the end is flushed.
-	o := &outliner{w: w, dec: dec, eng: turnengine.New(turnengine.Config{KeepInherited: true}),
+	o := &outliner{w: w, in: in, eng: turnengine.New(turnengine.Config{KeepInherited: true}),
 		now: time.Unix(0, 0), seedCut: -1, seen: map[string]int{}}
 	for {
-		row, err := dec.Next()
+		row, err := in.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("%s: %v", name, err)
+			return err
 		}
 		o.row(row)
 	}
 	o.finish()
-	if t := dec.Tail(); t != nil {
-		fmt.Fprintf(w, "note: %s: %s\n", name, t)
-	}
 	return nil
 }
 
 // outliner prints the turns of one log as the engine closes them.
 type outliner struct {
 	w   io.Writer
-	dec *sessionlog.Decoder
+	in  *input
 	eng *turnengine.Engine
 	now time.Time
 	// printed counts the turns printed; shown is the session of the last.
@@ -107,7 +98,7 @@ func (o *outliner) row(row *sessionlog.Row) {
 	key := sessionKey(row)
 	var header *sessionlog.Header
 	if key == "" {
-		header = o.dec.Header() // a file's header is its own session's only
+		header = o.in.Header() // a file's header is its own session's only
 	}
 	if _, ok := o.seen[key]; !ok && len(row.Events) > 0 {
 		o.seen[key] = len(o.seen)
@@ -118,7 +109,7 @@ func (o *outliner) row(row *sessionlog.Row) {
 			o.inherited(key, o.seedCut)
 			o.seedCut = -1
 		}
-		o.eng.Ingest(turnengine.Input{SessionID: key, Event: e, Format: o.dec.Format(), Header: header}, o.now)
+		o.eng.Ingest(turnengine.Input{SessionID: key, Event: e, Format: o.in.Format(), Header: header}, o.now)
 		o.emit(o.eng.Drain())
 		if e.Type == "session/end-seed" && e.Inherited { // v2+: the last tagged marker is the cut
 			o.inherited(key, e.Seq)
@@ -144,7 +135,7 @@ func (o *outliner) emit(turns []*turnengine.Turn) {
 // inherited says where a fork's inherited turns end.
 func (o *outliner) inherited(key string, seq int64) {
 	parent := "the parent session"
-	if h := o.dec.Header(); key == "" && h != nil && h.ParentSession != "" {
+	if h := o.in.Header(); key == "" && h != nil && h.ParentSession != "" {
 		parent = "parent session " + h.ParentSession
 	}
 	fmt.Fprintf(o.w, "(the turns above are inherited from %s; this session's own events start at seq %d)\n", parent, seq)

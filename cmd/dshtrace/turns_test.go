@@ -136,13 +136,13 @@ func TestTurnsStdinAndTail(t *testing.T) {
 	}
 	// A final record without its newline is a torn tail: not decoded, noted.
 	torn := string(sample) + `{"type":"turn/start","seq":10,"time":1755000000100,"data":{"turn":2}}`
-	code, out, _ = runCLI(t, torn, "turns", "-")
-	if code != 0 || !strings.HasPrefix(out, string(want)) || !strings.Contains(out, "note: -: line 11: torn tail") {
-		t.Errorf("torn tail: exit %d, output\n%s", code, out)
+	code, out, errs := runCLI(t, torn, "turns", "-")
+	if code != 0 || out != string(want) || errs != "-:11: note: torn tail: final record of 69 bytes has no newline\n" {
+		t.Errorf("torn tail: exit %d, stderr %q, output\n%s", code, errs, out)
 	}
-	code, out, _ = runCLI(t, "", "turns", "-")
-	if code != 0 || out != "no turns\n" {
-		t.Errorf("empty input: exit %d, output %q", code, out)
+	code, out, errs = runCLI(t, "", "turns", "-")
+	if code != 2 || out != "" || errs != "dshtrace turns: -: no readable row: the input is empty\n" {
+		t.Errorf("empty input: exit %d, output %q, stderr %q", code, out, errs)
 	}
 }
 
@@ -197,7 +197,7 @@ func TestTurnsErrors(t *testing.T) {
 	}{
 		{"no file", "", []string{"turns"}, "want exactly one FILE"},
 		{"two files", "", []string{"turns", "a", "b"}, "want exactly one FILE"},
-		{"unknown flag", "", []string{"turns", "--bogus", "x"}, "flag provided but not defined"},
+		{"unknown flag", "", []string{"turns", "--bogus", "x"}, "unknown flag --bogus"},
 		{"missing file", "", []string{"turns", "testdata/does-not-exist.jsonl"}, "does-not-exist.jsonl"},
 		{"unsupported version", `{"type":"session","version":9,"id":"s","createdAt":0,"delegationDepth":0}` + "\n",
 			[]string{"turns", "-"}, "-: line 1: unsupported session format version 9"},
@@ -550,7 +550,7 @@ func TestCheckSaysDangling(t *testing.T) {
 	}
 	_, text, _ := runCLI(t, "", "check", f)
 	text = strings.ReplaceAll(text, f, "FILE") // its name says open
-	if !strings.Contains(text, "dangling turns [2] (never ended: cause end_of_input)") || strings.Contains(text, "open") {
+	if !strings.Contains(text, "dangling turn [2] (never ended: cause end_of_input)") || strings.Contains(text, "open") {
 		t.Errorf("check:\n%s", text)
 	}
 	_, doc, _ := runCLI(t, "", "check", "--json", f)

@@ -24,19 +24,39 @@ type Options struct {
 	// base without extension, as `dshtrace spans` files it, so that the
 	// trace ids agree.
 	Name, Session string
-	// NoContent builds the page without any message or tool content: no
-	// text, arguments, results, prompts, titles or raw rows are kept.
+	// NoContent builds the page without any message or tool content and
+	// without what the log's user wrote: no text, arguments, results,
+	// prompts, titles, working directory or raw rows are kept.
 	NoContent bool
 	// AgentName names the agent when a header has no agentPreset (default
 	// turnengine.DefaultAgentName).
 	AgentName string
 	// Prices prices model calls; nil: the engine's built-in table.
 	Prices *pricing.Table
+	// Grow, when set, is told as the page is built how much memory it is
+	// estimated to hold so far (Estimate), every growStep rows and at the
+	// end; an error from it stops the build and is Build's.
+	Grow func(bytes int64) error
 }
+
+// growStep is how many rows a build reads between two calls of Grow.
+const growStep = 512
 
 // FallbackSession is the session id of a log whose rows name none.
 func FallbackSession(name string) string {
 	return strings.TrimSuffix(filepath.Base(name), filepath.Ext(name))
+}
+
+// Rows are the decoded rows of one input, as sessionlog's Decoder gives
+// them, or a reader that picks and checks them.
+type Rows interface {
+	// Next returns the next row, io.EOF at the end; a row is valid until
+	// the next call.
+	Next() (*sessionlog.Row, error)
+	// Format, Header and Tail are what the reader knows of the input so far.
+	Format() sessionlog.Format
+	Header() *sessionlog.Header
+	Tail() *sessionlog.Tail
 }
 
 // Build reads one input — a session file, plain or zstd, a seed-dialect
@@ -47,6 +67,11 @@ func Build(r io.Reader, opts Options) (*Page, error) {
 		return nil, err
 	}
 	defer dec.Close()
+	return BuildRows(dec, opts)
+}
+
+// BuildRows builds the page of the rows read from dec.
+func BuildRows(dec Rows, opts Options) (*Page, error) {
 	b := newBuilder(opts)
 	for {
 		row, err := dec.Next()
@@ -58,6 +83,12 @@ func Build(r io.Reader, opts Options) (*Page, error) {
 		}
 		b.row(row, dec)
 		b.drain()
+		if b.rowsRead++; b.rowsRead%growStep == 0 {
+			if err := b.grow(); err != nil {
+				return nil, err
+			}
+		}
+		b.bytesRead += int64(len(row.Bytes))
 	}
 	// As `dshtrace spans` does: what is still open at the end of the input
 	// closes as dangling, cause end_of_input.
@@ -68,7 +99,32 @@ func Build(r io.Reader, opts Options) (*Page, error) {
 	}
 	b.finish()
 	b.page.rows.done()
+	if err := b.grow(); err != nil {
+		return nil, err
+	}
 	return b.page, nil
+}
+
+// grow tells Options.Grow the page's estimated memory so far.
+func (b *builder) grow() error {
+	if b.opts.Grow == nil {
+		return nil
+	}
+	return b.opts.Grow(Estimate(b.rowsRead, b.bytesRead, b.opts.NoContent))
+}
+
+// Estimate is the memory a page built from rows rows of bytes bytes
+// holds while it is built and after, by measurement: above the heap a
+// long synthetic session's page holds (TestEstimate), near the heap's
+// peak while it is built. It is a cost per row (its Row, its place in a turn, the turn
+// engine's and the deriver's state) and, with content, a share of the
+// rows' bytes (messages kept as text, raw rows compressed).
+func Estimate(rows, bytes int64, noContent bool) int64 {
+	const perRow, perByte, perByteNoContent = 800, 2, 1
+	if noContent {
+		return rows*perRow + bytes*perByteNoContent
+	}
+	return rows*perRow + bytes*perByte
 }
 
 // builder folds the rows of one input into its page.
@@ -84,8 +140,10 @@ type builder struct {
 	// go to the first session.
 	early []*Row
 	// rows are allocated rowSlab at a time.
-	rows  []Row
-	names map[string]string // see name
+	rows []Row
+	// rowsRead and bytesRead are what has been read of the input.
+	rowsRead, bytesRead int64
+	names               map[string]string // see name
 }
 
 // maxNames bounds the builder's table of names.
@@ -243,7 +301,7 @@ func (b *builder) fallback() string {
 // sessionOf names the session a row belongs to: a wrapped row's own, else
 // the file's header id, else the input's name (as turnengine.Replay
 // files them); rows that name none go with the latest session.
-func (b *builder) sessionOf(r *sessionlog.Row, dec *sessionlog.Decoder) *state {
+func (b *builder) sessionOf(r *sessionlog.Row, dec Rows) *state {
 	switch {
 	case r.Wrapper == sessionlog.WrapNone && (r.Kind == sessionlog.RowEvent || r.Kind == sessionlog.RowPacked || r.Kind == sessionlog.RowHeader):
 		if h := dec.Header(); h != nil && h.ID != "" {
@@ -259,7 +317,7 @@ func (b *builder) sessionOf(r *sessionlog.Row, dec *sessionlog.Decoder) *state {
 // row folds one row of the input: the page's row for it, named in its
 // session; the row's events; then its place on the page — its turn, or
 // the stretch of rows between turns.
-func (b *builder) row(r *sessionlog.Row, dec *sessionlog.Decoder) {
+func (b *builder) row(r *sessionlog.Row, dec Rows) {
 	st := b.sessionOf(r, dec)
 	row := b.newRow(r)
 	if st == nil {
@@ -322,6 +380,9 @@ func (b *builder) identify(s *Session, row *Row, r *sessionlog.Row) {
 		if r.Header != nil {
 			row.Time = r.Header.CreatedAt
 			s.Header = ownHeader(r.Header)
+			if b.opts.NoContent {
+				s.Header.Cwd = "" // the user's own path
+			}
 		}
 	default:
 		row.Type = r.Kind.String()
@@ -335,7 +396,7 @@ func (b *builder) identify(s *Session, row *Row, r *sessionlog.Row) {
 }
 
 // events folds a row's events and returns the turn of its first.
-func (b *builder) events(st *state, row *Row, r *sessionlog.Row, dec *sessionlog.Decoder) *Turn {
+func (b *builder) events(st *state, row *Row, r *sessionlog.Row, dec Rows) *Turn {
 	var header *sessionlog.Header
 	if r.Wrapper == sessionlog.WrapNone {
 		header = dec.Header()

@@ -219,7 +219,7 @@ func compactionNote(_ *builder, _ *state, _ *sessionlog.Event, d data, n *Note) 
 
 func compactedNote(_ *builder, _ *state, _ *sessionlog.Event, d data, n *Note) string {
 	n.Text = join(labelled("compaction", d.str("compactionId")),
-		labelled("replaces seqs", span(d.num("shadowedRange", "start"), d.num("shadowedRange", "end"))),
+		seqSpan("replaces", d.num("shadowedRange", "start"), d.num("shadowedRange", "end")),
 		labelled("tokens", d.num("shadowedTokenCount")), strings.Trim(d.str("provider")+"/"+d.str("model"), "/"))
 	return ""
 }
@@ -250,7 +250,7 @@ func inboxNote(_ *builder, _ *state, _ *sessionlog.Event, d data, n *Note) strin
 func rewrittenResultNote(_ *builder, _ *state, e *sessionlog.Event, _ data, n *Note) string {
 	n.Message = e.Seq
 	n.Text = join("a tool result rewritten", labelled("call", e.CallID),
-		labelled("replaces seqs", span(strconv.FormatInt(e.Surface.Start, 10), strconv.FormatInt(e.Surface.End, 10))))
+		seqSpan("replaces", strconv.FormatInt(e.Surface.Start, 10), strconv.FormatInt(e.Surface.End, 10)))
 	return ""
 }
 
@@ -335,6 +335,18 @@ func ms(v string) string {
 		return ""
 	}
 	return v + " ms"
+}
+
+// seqSpan labels a range of seqs: "label seq 2", "label seqs 2–3".
+func seqSpan(label, a, b string) string {
+	s := span(a, b)
+	switch {
+	case s == "":
+		return ""
+	case a == b || a == "" || b == "":
+		return label + " seq " + s
+	}
+	return label + " seqs " + s
 }
 
 func span(a, b string) string {

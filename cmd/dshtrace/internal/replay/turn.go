@@ -91,11 +91,13 @@ func (r *renderer) turnBody(h *hbuf, t *Turn) {
 func (r *renderer) turnFacts(h *hbuf, t *Turn) {
 	h.raw("\n<p class=\"note-line\">")
 	h.text(when(t.StartTime))
-	h.raw(" · seqs " + strconv.FormatInt(t.StartSeq, 10) + "–")
-	if t.EndSeq >= 0 {
-		h.raw(strconv.FormatInt(t.EndSeq, 10))
-	} else {
-		h.raw("…")
+	switch {
+	case t.EndSeq == t.StartSeq:
+		h.raw(" · seq " + strconv.FormatInt(t.StartSeq, 10))
+	case t.EndSeq >= 0:
+		h.raw(" · seqs " + strconv.FormatInt(t.StartSeq, 10) + "–" + strconv.FormatInt(t.EndSeq, 10))
+	default:
+		h.raw(" · seqs " + strconv.FormatInt(t.StartSeq, 10) + "–…")
 	}
 	if t.TraceID != "" {
 		h.raw(" · ")
