@@ -277,13 +277,13 @@ func (s *server) entries() []entry {
 	return out
 }
 
-// lookup finds session id: in root (its index, when given), else the copy
-// written last.
-func (s *server) lookup(entries []entry, id, root string) (entry, bool) {
+// lookup finds client's session id (client "" for a root's own): in root
+// (its index, when given), else the copy written last.
+func (s *server) lookup(entries []entry, id, client, root string) (entry, bool) {
 	var best entry
 	found := false
 	for _, e := range entries {
-		if e.ID != id || (root != "" && strconv.Itoa(e.root) != root) {
+		if e.ID != id || e.Client != client || (root != "" && strconv.Itoa(e.root) != root) {
 			continue
 		}
 		if !found || e.ModTime.After(best.ModTime) {
@@ -293,17 +293,25 @@ func (s *server) lookup(entries []entry, id, root string) (entry, bool) {
 	return best, found
 }
 
-// url is a session's page; with the root when the id is in several.
+// url is a session's page; with its client's name when a client wrote it,
+// and the root when the client's id is in several.
 func (s *server) url(entries []entry, e entry) string {
 	u := "/s/" + url.PathEscape(e.ID)
+	q := url.Values{}
+	if e.Client != "" {
+		q.Set("client", e.Client)
+	}
 	copies := 0
 	for _, o := range entries {
-		if o.ID == e.ID {
+		if o.ID == e.ID && o.Client == e.Client {
 			copies++
 		}
 	}
 	if copies > 1 {
-		u += "?root=" + strconv.Itoa(e.root)
+		q.Set("root", strconv.Itoa(e.root))
+	}
+	if len(q) > 0 {
+		u += "?" + q.Encode()
 	}
 	return u
 }
@@ -322,7 +330,7 @@ func (s *server) build(e entry, noContent bool, grow func(int64) error) (*replay
 		return nil, err
 	}
 	defer in.Close()
-	return replay.BuildRows(in, replay.Options{Name: e.Path, Session: e.ID, NoContent: noContent, Grow: grow})
+	return replay.BuildRows(in, replay.Options{Name: e.Path, Session: e.ID, Client: e.Client, NoContent: noContent, Grow: grow})
 }
 
 // page is a session's page, built once while its file is unchanged
@@ -355,7 +363,7 @@ func (s *server) summarize(e entry) replay.ListEntry {
 	if release != nil {
 		release()
 	}
-	le.ID, le.Size = e.ID, e.Size
+	le.ID, le.Size, le.Client = e.ID, e.Size, e.Client
 	le.Where = s.roots[e.root].path
 	if !s.cfg.NoContent { // the project directory is the user's working directory
 		le.Where += " · " + e.Project
@@ -457,9 +465,13 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	q := r.URL.Query()
 	entries := s.entries()
-	e, ok := s.lookup(entries, id, q.Get("root"))
+	e, ok := s.lookup(entries, id, q.Get("client"), q.Get("root"))
 	if !ok {
-		http.Error(w, fmt.Sprintf("no session %q under the served roots", id), http.StatusNotFound)
+		whose := ""
+		if c := q.Get("client"); c != "" {
+			whose = fmt.Sprintf(" of client %q", c)
+		}
+		http.Error(w, fmt.Sprintf("no session %q%s under the served roots", id, whose), http.StatusNotFound)
 		return
 	}
 	p, release, err := s.page(e)
@@ -468,17 +480,19 @@ func (s *server) session(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
-	known := map[string]entry{}
+	known := map[string]entry{} // the sessions of the page's client: its links stay within them
 	for _, o := range entries {
-		known[o.ID] = o
+		if o.Client == e.Client {
+			known[o.ID] = o
+		}
 	}
 	self := s.url(entries, e)
-	opts := replay.RenderOptions{Jaeger: s.cfg.Jaeger, Home: "/", SessionURL: func(id string) string {
+	opts := replay.RenderOptions{Jaeger: s.cfg.Jaeger, Home: "/", Client: e.Client, SessionURL: func(id string) string {
 		if o, ok := known[id]; ok {
 			return s.url(entries, o)
 		}
 		return ""
-	}, Children: func(id string) []replay.Child { return s.children(entries, id) }}
+	}, Children: func(id string) []replay.Child { return s.children(entries, e.Client, id) }}
 	if len(p.Sessions) > 0 {
 		win, err := s.window(p.Sessions[0], self, q)
 		if err != nil {
@@ -604,11 +618,15 @@ func (s *server) parentOf(e entry) parentLink {
 	return l
 }
 
-// children are the subagent sessions under the roots that session id
-// started: their headers name it their parent (docs/format.md §3).
-func (s *server) children(entries []entry, id string) []replay.Child {
+// children are the subagent sessions under the roots that client's
+// session id started: their headers name it their parent (docs/format.md
+// §3), and the same client wrote them.
+func (s *server) children(entries []entry, client, id string) []replay.Child {
 	var out []replay.Child
 	for _, e := range entries {
+		if e.Client != client {
+			continue
+		}
 		if l := s.parentOf(e); l.parent != "" && l.parent == id {
 			out = append(out, replay.Child{ID: e.ID, Created: l.created})
 		}

@@ -27,6 +27,10 @@ type Session struct {
 	// Size and ModTime are the file's as listed.
 	Size    int64
 	ModTime time.Time
+	// Client is the client whose session root under ClientsDir holds the
+	// session, "" for the root's own (docs/operating.md, "Sharing a
+	// collector").
+	Client string
 }
 
 // List finds the sessions of a dsh session root, or of a session_archive
@@ -34,30 +38,31 @@ type Session struct {
 // generation files, each with the file SelectGenerations keeps
 // (docs/format.md §2.1). Symbolic links are not followed and only regular files
 // count, so nothing listed lies outside the root. A directory that cannot
-// be read is skipped; the root itself must be readable. The result is
-// sorted by path.
+// be read is skipped; the root itself must be readable. The session roots
+// of named clients under ClientsDir are listed too, each session with its
+// Client. The result is sorted by path.
 func List(root string) ([]Session, error) {
 	projects, err := os.ReadDir(root)
 	if err != nil {
 		return nil, fmt.Errorf("session root %s: %w", root, err)
 	}
-	var out []Session
-	for _, p := range projects {
-		if !p.IsDir() { // a symbolic link to a directory is not one
+	out := listProjects(root, "", "", projects)
+	// The session roots of named clients (an archive's ClientsDir).
+	clients, _ := os.ReadDir(filepath.Join(root, ClientsDir))
+	for _, c := range clients {
+		if !c.IsDir() {
 			continue
 		}
-		sessions, err := os.ReadDir(filepath.Join(root, p.Name()))
+		client, ok := UnescapeSessionID(c.Name())
+		if !ok {
+			continue
+		}
+		croot := filepath.Join(root, ClientsDir, c.Name())
+		projects, err := os.ReadDir(croot)
 		if err != nil {
 			continue
 		}
-		for _, s := range sessions {
-			if !s.IsDir() {
-				continue
-			}
-			if sess, ok := listSession(root, p.Name(), s.Name()); ok {
-				out = append(out, sess)
-			}
-		}
+		out = append(out, listProjects(croot, path.Join(ClientsDir, c.Name()), client, projects)...)
 	}
 	slices.SortFunc(out, func(a, b Session) int {
 		switch {
@@ -69,6 +74,34 @@ func List(root string) ([]Session, error) {
 		return 0
 	})
 	return out, nil
+}
+
+// listProjects lists the sessions of the project directories of one session
+// root; prefix is the root's path under the listed root, client its client.
+func listProjects(root, prefix, client string, projects []fs.DirEntry) []Session {
+	var out []Session
+	for _, p := range projects {
+		if !p.IsDir() || (prefix == "" && p.Name() == ClientsDir) { // a symbolic link to a directory is not one
+			continue
+		}
+		sessions, err := os.ReadDir(filepath.Join(root, p.Name()))
+		if err != nil {
+			continue
+		}
+		for _, s := range sessions {
+			if !s.IsDir() {
+				continue
+			}
+			if sess, ok := listSession(root, p.Name(), s.Name()); ok {
+				sess.Client = client
+				if prefix != "" {
+					sess.Path = path.Join(prefix, sess.Path)
+				}
+				out = append(out, sess)
+			}
+		}
+	}
+	return out
 }
 
 // listSession reads one session directory: its generation files, and of

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dshtrace/dshtrace/internal/clientid"
 	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/sessionlog"
@@ -33,6 +34,11 @@ type Options struct {
 	AgentName string
 	// Prices prices model calls; nil: the engine's built-in table.
 	Prices *pricing.Table
+	// Client is the client that wrote the sessions (an archive's @clients
+	// root, "" for none): their trace ids derive from the client and the
+	// session, as the collector's do (docs/operating.md, "Sharing a
+	// collector").
+	Client string
 	// Grow, when set, is told as the page is built how much memory it is
 	// estimated to hold so far (Estimate), every growStep rows and at the
 	// end; an error from it stops the build and is Build's.
@@ -239,7 +245,7 @@ func (b *builder) state(id string) *state {
 	if n := len(b.order); n > 0 {
 		s.Prefix = "s" + strconv.Itoa(n+1) + "."
 	}
-	st := &state{s: s, cur: turnmodel.NewCursor(id), d: sessionlog.NewDeriver(),
+	st := &state{s: s, cur: turnmodel.NewCursor(clientid.Key(b.opts.Client, id)), d: sessionlog.NewDeriver(),
 		byNumber: map[int64]*Turn{}, byStart: map[int64]*Turn{}, steps: map[int64]*Step{},
 		args: map[int64]string{}, resultOf: map[int64]int64{}, errors: map[int64]string{},
 		settles: map[string]int64{}, asks: map[string]string{}, models: map[string]bool{}, tools: map[int64]string{}}
@@ -330,7 +336,7 @@ func (b *builder) row(r *sessionlog.Row, dec Rows) {
 	}
 	b.identify(st.s, row, r)
 	if r.Kind == sessionlog.RowHeader && r.Header != nil && r.Header.HasSeedLength {
-		st.cur.SetFork(r.Header.ParentSession, r.Header.SeedLength)
+		st.cur.SetFork(clientid.Key(b.opts.Client, r.Header.ParentSession), r.Header.SeedLength)
 	}
 	turn := b.events(st, row, r, dec)
 	if st == b.last {

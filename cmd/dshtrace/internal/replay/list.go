@@ -28,6 +28,9 @@ type List struct {
 // ListEntry is one session of the list.
 type ListEntry struct {
 	ID, URL string
+	// Client is the client that wrote the session (an archive's
+	// @clients root), "" for none.
+	Client string
 	// Where names the root and project directory the session is in.
 	Where string
 	// Err says why the session could not be read; the rest is then empty.

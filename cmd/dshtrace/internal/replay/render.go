@@ -53,6 +53,9 @@ type RenderOptions struct {
 	SessionURL func(id string) string
 	// Home links back to the list of sessions; "" for none.
 	Home string
+	// Client is the client that wrote the session (an archive's @clients
+	// root): the page says whose it is. "" for none.
+	Client string
 	// Window shows part of the first session's turns (a server's page of
 	// a long session); nil: all of them.
 	Window *Window
@@ -187,12 +190,17 @@ type sessionView struct {
 	Pages    []PageLink
 	Open     bool
 	Fold     bool
+	// Client is the client that wrote the session (RenderOptions.Client).
+	Client string
 }
 
 func (r *renderer) view() pageView {
 	v := pageView{CSS: template.CSS(css), JS: template.JS(js), CSP: csp, Home: r.o.Home, Tail: r.p.Tail}
 	for i, s := range r.p.Sessions {
 		sv := sessionView{S: s, Blocks: s.Blocks, Children: s.Children}
+		if i == 0 {
+			sv.Client = r.o.Client
+		}
 		if w := r.o.Window; w != nil && i == 0 {
 			sv.Blocks = s.Blocks[max(0, w.From):min(len(s.Blocks), w.To)]
 			sv.Pages = w.Pages
