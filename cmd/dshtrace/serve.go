@@ -619,8 +619,8 @@ func (s *server) parentOf(e entry) parentLink {
 }
 
 // children are the subagent sessions under the roots that client's
-// session id started: their headers name it their parent (docs/format.md
-// §3), and the same client wrote them.
+// session id started: the same client wrote them, and their headers name
+// it their parent (docs/format.md §3).
 func (s *server) children(entries []entry, client, id string) []replay.Child {
 	var out []replay.Child
 	for _, e := range entries {
