@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configtls"
 
+	"github.com/dshtrace/dshtrace/internal/findings"
 	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/internal/turnrender"
@@ -79,6 +80,10 @@ type Config struct {
 	// session too (enduser.id): off by default, as every client adds
 	// series (capped at max_attribute_values).
 	TurnsByClient bool `mapstructure:"turns_by_client"`
+	// Findings are the thresholds of what went wrong in a turn
+	// (internal/findings): loop_repeats, error_streak, and the budgets
+	// max_steps, max_tokens, max_cost, max_duration (0: off).
+	Findings findings.Config `mapstructure:"findings"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -243,6 +248,7 @@ func createDefaultConfig() *Config {
 		GapTimeout:           turnengine.DefaultGapTimeout,
 		ReorderWindow:        turnengine.DefaultReorderWindow,
 		BuiltinPrices:        true,
+		Findings:             findings.Defaults(),
 	}
 }
 
@@ -283,6 +289,9 @@ func (c *Config) Validate() error {
 	if _, err := c.priceTable(); err != nil {
 		errs = append(errs, err)
 	}
+	if err := c.Findings.Validate(); err != nil {
+		errs = append(errs, err)
+	}
 	if c.GapTimeout > 0 && c.DanglingTimeout > 0 && c.GapTimeout >= c.DanglingTimeout {
 		errs = append(errs, fmt.Errorf("gap_timeout (%v) must be shorter than dangling_timeout (%v): a turn waiting for a missing event would otherwise be closed as dangling first",
 			c.GapTimeout, c.DanglingTimeout))
@@ -302,6 +311,7 @@ func (c *Config) engineConfig() turnengine.Config {
 		CaptureContent:  c.CaptureContent,
 		LiveSteps:       c.LiveSteps,
 		MaxContentBytes: c.MaxContentBytes,
+		Findings:        c.Findings,
 	}
 }
 

@@ -93,3 +93,20 @@ const (
 	DshMessageSource                  = "dsh.message.source"
 	DshViolation                      = "dsh.violation"
 )
+
+// The findings' keys (internal/findings): the GenAI conventions' evaluation
+// event, which a turn's root span carries once per finding, and dsh's own.
+const (
+	// GenAIEvaluationResult is the span event of one finding.
+	GenAIEvaluationResult      = "gen_ai.evaluation.result"
+	GenAIEvaluationName        = "gen_ai.evaluation.name"
+	GenAIEvaluationExplanation = "gen_ai.evaluation.explanation"
+	// DshFindingPrefix prefixes the root span's boolean attribute per
+	// finding (dsh.finding.tool_loop = true), so that a trace backend's
+	// tag search finds every turn with it; DshFinding is the dsh.turn.findings
+	// counter's attribute.
+	DshFindingPrefix  = "dsh.finding."
+	DshFinding        = "dsh.finding"
+	DshFindingSeqs    = "dsh.finding.seqs"
+	DshFindingCallIDs = "dsh.finding.call_ids"
+)

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/dshtrace/dshtrace/internal/clientid"
+	"github.com/dshtrace/dshtrace/internal/findings"
 	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/sessiontable"
 	"github.com/dshtrace/dshtrace/sessionlog"
@@ -51,6 +52,9 @@ type Config struct {
 	// an outline of the whole log wants. Off, they are skipped: their spans
 	// are the parent session's.
 	KeepInherited bool
+	// Findings are the thresholds of the findings rules (internal/findings);
+	// zero: findings.Defaults.
+	Findings findings.Config
 }
 
 // Defaults. The session bounds (DanglingTimeout, MaxOpenTurns,
@@ -447,9 +451,25 @@ func (e *Engine) turnClosed(s *session, t *Turn, now time.Time) {
 	if t.Late == nil {
 		e.stats.TurnsClosed++
 		e.price(t, t.Steps...)
+		e.find(t)
 	}
 	e.obs.Closed(t, now)
 	e.closed = append(e.closed, t)
+}
+
+// find closes a turn's evidence into its findings.
+func (e *Engine) find(t *Turn) {
+	if t.evidence == nil {
+		return
+	}
+	u := t.Usage
+	t.Findings = t.evidence.Close(e.cfg.Findings, findings.Totals{
+		Ended: !t.Dangling(), EndSeq: t.EndSeq, StartSeq: t.StartSeq, Steps: t.NumSteps(),
+		Tokens:   u.Input + u.Output + u.CacheRead + u.CacheWrite + u.Reasoning,
+		Cost:     t.Cost.Total(),
+		Duration: time.Duration(t.EndTime-t.StartTime) * time.Millisecond,
+	})
+	t.evidence = nil
 }
 
 // maxNames bounds the engine's table of names (interned below).

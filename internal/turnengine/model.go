@@ -9,6 +9,7 @@
 package turnengine
 
 import (
+	"github.com/dshtrace/dshtrace/internal/findings"
 	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/sessionlog"
 )
@@ -62,6 +63,11 @@ type Turn struct {
 	// the steps already emitted live, which Steps no longer holds (their
 	// cost is in Cost already).
 	LiveModelCalls, LiveToolCalls int
+	// Findings are what went wrong in the turn (internal/findings), known
+	// when it closes; a late close has none.
+	Findings []findings.Finding
+	// evidence gathers the findings' evidence while the turn is open.
+	evidence *findings.Turn
 }
 
 // NumSteps is the turn's number of steps, those emitted live included.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dshtrace/dshtrace/internal/findings"
 	"github.com/dshtrace/dshtrace/internal/semconv"
 	"github.com/dshtrace/dshtrace/internal/sessiontable"
 	"github.com/dshtrace/dshtrace/sessionlog"
@@ -266,6 +267,9 @@ func (s *session) toolEvent(ot *openTurn, ev *sessionlog.Event, pl turnmodel.Pla
 	}
 	tc := &ToolCall{CallID: strings.Clone(ev.CallID), Name: e.name(ev.ToolName), StartTime: ev.Time, StartSeq: ev.Seq,
 		LoggedStartTime: ev.Time, Outcome: "unknown"}
+	if evid := ot.t.evidence; evid != nil {
+		evid.Call(ev.Seq, ev.CallID, ev.ToolName, ev.Arguments)
+	}
 	if e.cfg.CaptureContent {
 		tc.Arguments = strings.Clone(truncateArguments(ev.Arguments, e.cfg.MaxContentBytes))
 	}
@@ -334,6 +338,7 @@ func (s *session) turnStart(ev *sessionlog.Event, now time.Time) {
 		Nested:    s.header != nil && s.header.DelegationDepth >= 1,
 		StartTime: ev.Time, StartSeq: ev.Seq, EndSeq: -1,
 	}
+	t.evidence = findings.NewTurn()
 	s.turn = &openTurn{t: t, lastTime: ev.Time, subs: map[string]*ToolCall{}, callsBySeq: map[int64]*ToolCall{}}
 	s.e.turnOpened(s, now)
 }
@@ -572,6 +577,9 @@ func (s *session) toolResult(st *Step, ev *sessionlog.Event, pl turnmodel.Place)
 	}
 	tc.EndTime, tc.LoggedEndTime, tc.done = ev.Time, ev.Time, true
 	tc.Outcome, tc.ErrorCode = outcome(ev.IsError), s.e.name(ev.ErrorCode)
+	if evid := ot.t.evidence; evid != nil {
+		evid.Result(ev.Seq, tc.CallID, ev.IsError, messageContent(ev))
+	}
 	if s.e.cfg.CaptureContent {
 		s.captureResult(tc, ev)
 	}

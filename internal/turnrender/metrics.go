@@ -34,6 +34,7 @@ const (
 	MetricSessionEvents     = "dsh.session.events"
 	MetricSessionViolations = "dsh.session.violations"
 	MetricTurnsClosedLate   = "dsh.turns.closed_late"
+	MetricTurnFindings      = "dsh.turn.findings"
 )
 
 // Token types of dsh.usage.tokens and dsh.usage.cost: disjoint, so that
@@ -87,6 +88,8 @@ var metricDefs = []metricDef{
 	{MetricSessionViolations, "Format invariant violations seen.", "{violation}", kindCounter, nil},
 	{MetricTurnsClosedLate, "Turns closed as dangling that dsh ended later, by their real TurnEndReason and how they had dangled.",
 		"{turn}", kindCounter, nil},
+	{MetricTurnFindings, "Findings of closed turns (what went wrong: tool loops, error streaks, unanswered calls, budgets), by finding.",
+		"{finding}", kindCounter, nil},
 }
 
 // kv is one metric attribute; every metric attribute is a string.
@@ -319,6 +322,9 @@ func (m *Metrics) recordTurn(t *turnengine.Turn, now time.Time) {
 			kv{semconv.EnduserID, m.capped("client", clientid.Client(t.SessionID))})
 	}
 	m.add(MetricTurns, 1, turns, now)
+	for _, f := range t.Findings {
+		m.add(MetricTurnFindings, 1, attrs(kv{semconv.DshFinding, f.Name}, agent), now)
+	}
 	ex := exemplar{traceID: trace, spanID: TurnSpanID(t.SessionID, t.Number), at: msToNanos(t.EndTime)}
 	byReason := attrs(kv{semconv.DshTurnEndReason, reason})
 	m.observe(MetricTurnDuration, seconds(t.EndTime-t.StartTime), ex, byReason, now)

@@ -120,7 +120,33 @@ func appendTurn(spans ptrace.SpanSlice, t *turnengine.Turn) {
 		l.Attributes().PutStr(semconv.DshLink, "previous_turn")
 	}
 	appendEvents(sp, t.Events, "")
+	appendFindings(sp, t)
 	appendSteps(spans, t, trace, root)
+}
+
+// appendFindings puts a turn's findings on its root span: one
+// gen_ai.evaluation.result event each, with its evidence, and a boolean
+// attribute dsh.finding.<name> per finding name.
+func appendFindings(sp ptrace.Span, t *turnengine.Turn) {
+	for _, f := range t.Findings {
+		sp.Attributes().PutBool(semconv.DshFindingPrefix+f.Name, true)
+		ev := sp.Events().AppendEmpty()
+		ev.SetName(semconv.GenAIEvaluationResult)
+		ev.SetTimestamp(ts(t.EndTime))
+		a := ev.Attributes()
+		a.PutStr(semconv.GenAIEvaluationName, f.Name)
+		a.PutStr(semconv.GenAIEvaluationExplanation, f.Explanation)
+		seqs := a.PutEmptySlice(semconv.DshFindingSeqs)
+		for _, s := range f.Seqs {
+			seqs.AppendEmpty().SetInt(s)
+		}
+		if len(f.CallIDs) > 0 {
+			ids := a.PutEmptySlice(semconv.DshFindingCallIDs)
+			for _, id := range f.CallIDs {
+				ids.AppendEmpty().SetStr(id)
+			}
+		}
+	}
 }
 
 // putTurnEnd puts why the turn ended: its end reason, an abort's cause

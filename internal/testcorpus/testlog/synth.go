@@ -1,6 +1,7 @@
 package testlog
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -111,3 +112,46 @@ func (s *Source) Header() *sessionlog.Header { return s.dec.Header() }
 
 // Session is the source's session id.
 func (s *Source) Session() string { return s.session }
+
+// Call is one tool call of SynthCalls: the tool, its arguments (JSON
+// text), its result's text and whether it failed; NoResult leaves it
+// without one.
+type Call struct {
+	Tool, Args, Result string
+	Failed, NoResult   bool
+}
+
+// SynthCalls writes a v4 session of one turn, one step per call, ended by
+// dsh when end is true: the turns that findings are made of.
+func SynthCalls(session string, calls []Call, end bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"type":"session","version":4,"id":%q,"createdAt":1,"isSeeded":false,"delegationDepth":0}`+"\n", session)
+	seq, tm := 0, int64(1_800_000_000_000)
+	ev := func(typ, data string, extra string) {
+		fmt.Fprintf(&b, `{"type":%q,"seq":%d,"time":%d,"data":%s%s}`+"\n", typ, seq, tm, data, extra)
+		seq++
+		tm += 10
+	}
+	ev("turn/start", `{"turn":1}`, "")
+	for i, c := range calls {
+		st := i + 1
+		id := fmt.Sprintf("call_%d", st)
+		args, _ := json.Marshal(c.Args)
+		ev("step/start", fmt.Sprintf(`{"turn":1,"step":%d}`, st), "")
+		ev("assistant/message", fmt.Sprintf(`{"turn":1,"step":%d,"message":{"id":"m%d","role":"assistant","content":[{"type":"tool-call","id":%q,"name":%q,"arguments":%s}],"source":{"kind":"model","provider":"p","model":"m"}},"usage":{"inputTokens":10,"outputTokens":2},"stream":[]}`, st, seq, id, c.Tool, args), `,"surfaceOp":"append"`)
+		ev("tool/call", fmt.Sprintf(`{"turn":1,"step":%d,"callId":%q,"name":%q,"arguments":%s}`, st, id, c.Tool, args), "")
+		if !c.NoResult {
+			text, _ := json.Marshal(c.Result)
+			errFlag := ""
+			if c.Failed {
+				errFlag = `,"isError":true`
+			}
+			ev("tool/result", fmt.Sprintf(`{"turn":1,"step":%d,"message":{"id":"r%d","role":"tool","toolCallId":%q,"content":[{"type":"text","text":%s}],"source":{"kind":"tool","callId":%q}%s}}`, st, seq, id, text, id, errFlag), fmt.Sprintf(`,"sourceEventSeqs":[%d],"surfaceOp":"append"`, seq-1))
+		}
+		ev("step/end", fmt.Sprintf(`{"turn":1,"step":%d}`, st), "")
+	}
+	if end {
+		ev("turn/end", `{"turn":1,"reason":{"kind":"completed"}}`, "")
+	}
+	return b.String()
+}

@@ -1,0 +1,92 @@
+package turnstate
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/dshtrace/dshtrace/internal/findings"
+	"github.com/dshtrace/dshtrace/internal/semconv"
+	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
+	"github.com/dshtrace/dshtrace/internal/turnrender"
+)
+
+// loopingLog is a session whose one turn polls a job four times and gets
+// the same answer, then fails three different writes in a row.
+func loopingLog(t *testing.T) string {
+	same := testlog.Call{Tool: "job_output", Args: `{"job":7}`, Result: "running"}
+	fail := func(path string) testlog.Call {
+		return testlog.Call{Tool: "write", Args: `{"path":"` + path + `"}`, Result: "denied: " + path, Failed: true}
+	}
+	p := filepath.Join(t.TempDir(), "looping.jsonl")
+	require.NoError(t, os.WriteFile(p, []byte(testlog.SynthCalls("looping-1",
+		[]testlog.Call{same, same, same, same, fail("/etc/x"), fail("/etc/y"), fail("/etc/z")}, true)), 0o644))
+	return p
+}
+
+// rootFindings are the findings on a trace's turn span: its evaluation
+// events' names and its dsh.finding.* attributes.
+func rootFindings(td ptrace.Traces) (events, attrs []string) {
+	for _, sp := range turnSpans(td) {
+		for i := 0; i < sp.Events().Len(); i++ {
+			ev := sp.Events().At(i)
+			if ev.Name() == semconv.GenAIEvaluationResult {
+				v, _ := ev.Attributes().Get(semconv.GenAIEvaluationName)
+				events = append(events, v.Str())
+			}
+		}
+		for k := range sp.Attributes().All() {
+			if len(k) > len(semconv.DshFindingPrefix) && k[:len(semconv.DshFindingPrefix)] == semconv.DshFindingPrefix {
+				attrs = append(attrs, k)
+			}
+		}
+	}
+	return events, attrs
+}
+
+// The connector puts a turn's findings on its root span — an evaluation
+// event each, a dsh.finding.<name> attribute — and counts them in
+// dsh.turn.findings; a crash mid-turn changes nothing: the journal's
+// records rebuild the evidence.
+func TestFindingsOnTheTurn(t *testing.T) {
+	records, _ := buildRecords(t, loopingLog(t), "looping-1")
+	want := []string{findings.ToolLoop, findings.ToolErrorStreak}
+	h := newHarness(t, createDefaultConfig(), nil, nil)
+	h.start()
+	h.feed(records)
+	events, attrs := rootFindings(h.allTraces())
+	assert.Equal(t, want, events)
+	assert.ElementsMatch(t, []string{semconv.DshFindingPrefix + findings.ToolLoop, semconv.DshFindingPrefix + findings.ToolErrorStreak}, attrs)
+	h.shutdown()
+	m, ok := findMetric(h.lastMetrics(), turnrender.MetricTurnFindings)
+	require.True(t, ok, "dsh.turn.findings")
+	got := map[string]int64{}
+	for i := 0; i < m.Sum().DataPoints().Len(); i++ {
+		dp := m.Sum().DataPoints().At(i)
+		v, _ := dp.Attributes().Get(semconv.DshFinding)
+		got[v.Str()] += dp.IntValue()
+	}
+	assert.Equal(t, map[string]int64{findings.ToolLoop: 1, findings.ToolErrorStreak: 1}, got)
+
+	// Killed after every batch in turn, restarted on its journal.
+	bs := batches(records, 5)
+	for k := 1; k < len(bs); k++ {
+		dir := t.TempDir()
+		run1 := journaled(t, dir)
+		for _, b := range bs[:k] {
+			run1.feed(b)
+		}
+		run1.crash()
+		run2 := journaled(t, dir)
+		for _, b := range bs[k:] {
+			run2.feed(b)
+		}
+		events, _ := rootFindings(mergeTraces(run1, run2))
+		assert.Equal(t, want, events, "killed after batch %d", k)
+		run2.shutdown()
+	}
+}
