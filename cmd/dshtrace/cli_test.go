@@ -162,7 +162,7 @@ func TestUsageListsEveryFlag(t *testing.T) {
 				t.Errorf("dshtrace --help does not list %s %s", name, m[1])
 			}
 		}
-		if !strings.Contains(lines[name], commands[name].synopsis) && name != "serve" {
+		if !strings.Contains(strings.Join(strings.Fields(lines[name]), " "), commands[name].synopsis) { // a wrapped synopsis counts
 			t.Errorf("dshtrace --help and dshtrace %s --help differ on its synopsis %q", name, commands[name].synopsis)
 		}
 	}

@@ -29,6 +29,9 @@ commands:
   serve [--addr 127.0.0.1:7788] [--allow-host NAME] [--jaeger URL] [--no-content]
         [--turns-per-page N] [--max-page-memory MiB] ROOT...
       the replay pages of every session under dsh session roots
+  findings [--json] [--loop-repeats N] [--error-streak N] [--max-steps N] [--max-tokens N]
+           [--max-cost USD] [--max-duration D] [--session ID] FILE|ROOT...
+      what went wrong in each turn; exit 1 on any finding, 2 if unreadable
 
 Flags and files go in any order; "dshtrace COMMAND --help" describes a command's flags.
 FILE may be plain JSONL or zstd (.jsonl.zstd); "-" reads standard input.
@@ -67,6 +70,8 @@ func init() {
 			"Prints (or sends) the trace of every turn; turns never ended close as dangling.", runSpans},
 		{"replay", "[-o FILE.html] [--jaeger URL] [--no-content] [--session ID] FILE",
 			"Writes one self-contained HTML page of the session.", runReplay},
+		{"findings", "[--json] [--loop-repeats N] [--error-streak N] [--max-steps N] [--max-tokens N] [--max-cost USD] [--max-duration D] [--session ID] FILE|ROOT...",
+			"Lists what went wrong in each turn (tool loops, error streaks, unanswered calls, budgets), as the turn_state connector finds it. Exit 1 on any finding, 0 on none, 2 if an input cannot be read.", runFindings},
 		{"serve", "[--addr 127.0.0.1:7788] [--allow-host NAME] [--jaeger URL] [--no-content] [--turns-per-page N] [--max-page-memory MiB] ROOT...",
 			"Serves the replay pages of every session under dsh session roots until interrupted.", runServe},
 	} {

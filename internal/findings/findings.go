@@ -4,7 +4,7 @@
 // totals; the rules below give the same findings wherever the same events
 // are applied — in the collector, in the CLI, on the replay page.
 //
-// The rules (docs/design.md, "Findings"):
+// The rules (docs/design.md §11):
 //
 //   - tool_loop: one tool called with the same arguments (compared as
 //     canonical JSON) that got the same result LoopRepeats times or more in
