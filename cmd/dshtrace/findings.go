@@ -163,4 +163,3 @@ func evidenceText(f findings.Finding) string {
 	}
 	return out + ")"
 }
-
