@@ -11,6 +11,7 @@ import (
 
 	"github.com/dshtrace/dshtrace/internal/findings"
 	"github.com/dshtrace/dshtrace/internal/semconv"
+	"github.com/dshtrace/dshtrace/internal/testcorpus"
 	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
 	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
@@ -89,4 +90,48 @@ func TestFindingsOnTheTurn(t *testing.T) {
 		assert.Equal(t, want, events, "killed after batch %d", k)
 		run2.shutdown()
 	}
+}
+
+// findingsByTurn are the findings on every turn span of td, by trace.
+func findingsByTurn(td ptrace.Traces) map[string][]string {
+	out := map[string][]string{}
+	for _, sp := range turnSpans(td) {
+		var names []string
+		for i := 0; i < sp.Events().Len(); i++ {
+			ev := sp.Events().At(i)
+			if ev.Name() == semconv.GenAIEvaluationResult {
+				v, _ := ev.Attributes().Get(semconv.GenAIEvaluationName)
+				names = append(names, v.Str())
+			}
+		}
+		out[sp.TraceID().String()] = names
+	}
+	return out
+}
+
+// The collector finds what the offline engine (dshtrace findings, the
+// replay page) finds, turn by turn: on the repository's logs, on a
+// session that loops and fails, and on every corpus log when present.
+func TestFindingsAsOffline(t *testing.T) {
+	paths := []string{loopingLog(t), filepath.Join("..", "..", "testdata", "findings", "loops.jsonl")}
+	for _, l := range testcorpus.Logs(t) {
+		paths = append(paths, l.Path)
+	}
+	total := 0
+	for _, p := range paths {
+		records, _ := buildRecords(t, p, "s")
+		h := newHarness(t, createDefaultConfig(), nil, nil)
+		h.start()
+		for _, b := range batches(records, 7) {
+			h.feed(b)
+		}
+		h.shutdown()
+		_, want := replay(t, p, "s")
+		got := findingsByTurn(h.allTraces())
+		assert.Equal(t, findingsByTurn(want), got, p)
+		for _, names := range got {
+			total += len(names)
+		}
+	}
+	assert.GreaterOrEqual(t, total, 5, "the looping sessions' findings were found")
 }
