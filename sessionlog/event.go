@@ -270,6 +270,9 @@ type Detail struct {
 	SyntheticResult bool
 	// HasErrorDetail: a tool/result carries data.error.
 	HasErrorDetail bool
+	// ResultHash is a tool/result's message content, hashed (FNV-1a) as
+	// written: two results of the same content hash alike.
+	ResultHash uint64
 	// HasSystem: a request/header carries header.system (v0–v2 only).
 	HasSystem bool
 

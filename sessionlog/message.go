@@ -99,6 +99,7 @@ func (d *RowDecoder) decodeToolResult(e *Event, data jsontape.Value) {
 	e.SyntheticResult = strings.HasPrefix(e.MessageID, "interrupted-tool-result-")
 	block := m[rmContent].Get("0")
 	d.readResultCall(e, &m, srcCallID, block)
+	e.ResultHash = fnv64(m[rmContent].Raw())
 	dataErr := data.Get("error")
 	switch {
 	case m[rmIsError].Exists():
@@ -207,4 +208,14 @@ func sourceMember(key string) int {
 		return smModel
 	}
 	return -1
+}
+
+// fnv64 is the FNV-1a hash of s.
+func fnv64(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
 }

@@ -24,7 +24,6 @@ package findings
 import (
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"slices"
 	"strings"
 	"time"
@@ -91,9 +90,20 @@ type Finding struct {
 type call struct {
 	id, name string
 	seq      int64
-	args     uint64 // hash of the canonical arguments
-	answered bool
+	// args are the call's arguments as written, kept (up to maxKeptArgs)
+	// to be compared as canonical JSON when the call may be part of a loop;
+	// rawArgs is their hash as written.
+	args    string
+	rawArgs uint64
+	// answered: a result came, at resultSeq, with the content hash result.
+	answered  bool
+	resultSeq int64
+	result    uint64
 }
+
+// maxKeptArgs bounds the arguments kept per call for the canonical
+// comparison: longer ones compare as written.
+const maxKeptArgs = 4096
 
 type loopKey struct {
 	name         string
@@ -104,11 +114,6 @@ type loopKey struct {
 type Turn struct {
 	calls []*call
 	byID  map[string]*call
-	// loops are the identical calls with identical results, by key, in the
-	// order each key was first seen.
-	loops    map[loopKey][]*call
-	loopSeqs map[loopKey][]int64
-	loopKeys []loopKey
 	// streak is the failed results in a row so far; worst the longest.
 	streak, worst []evidence
 }
@@ -121,12 +126,15 @@ type evidence struct {
 
 // NewTurn starts a turn's evidence.
 func NewTurn() *Turn {
-	return &Turn{byID: map[string]*call{}, loops: map[loopKey][]*call{}, loopSeqs: map[loopKey][]int64{}}
+	return &Turn{byID: map[string]*call{}}
 }
 
 // Call records a tool/call: its seq, id, tool name and raw arguments.
 func (t *Turn) Call(seq int64, id, name, args string) {
-	c := &call{id: strings.Clone(id), name: strings.Clone(name), seq: seq, args: canonicalHash(args)}
+	c := &call{id: strings.Clone(id), name: strings.Clone(name), seq: seq, rawArgs: hashString(args)}
+	if len(args) <= maxKeptArgs {
+		c.args = strings.Clone(args)
+	}
 	t.calls = append(t.calls, c)
 	if id != "" {
 		t.byID[c.id] = c
@@ -134,19 +142,13 @@ func (t *Turn) Call(seq int64, id, name, args string) {
 }
 
 // Result records a tool/result: its seq, the call it answers, whether it
-// failed, and its content (JSON, as the model sees it).
-func (t *Turn) Result(seq int64, callID string, failed bool, content string) {
+// failed, and its content's hash (sessionlog.Detail.ResultHash).
+func (t *Turn) Result(seq int64, callID string, failed bool, result uint64) {
 	c := t.byID[callID]
 	ev := evidence{callID: strings.Clone(callID), seq: seq, call: -1}
-	if c != nil {
-		c.answered = true
+	if c != nil && !c.answered {
+		c.answered, c.resultSeq, c.result = true, seq, result
 		ev.call = c.seq
-		k := loopKey{c.name, c.args, hashString(content)}
-		if _, seen := t.loops[k]; !seen {
-			t.loopKeys = append(t.loopKeys, k)
-		}
-		t.loops[k] = append(t.loops[k], c)
-		t.loopSeqs[k] = append(t.loopSeqs[k], seq)
 	}
 	if !failed {
 		t.streak = t.streak[:0]
@@ -156,6 +158,54 @@ func (t *Turn) Result(seq int64, callID string, failed bool, content string) {
 	if len(t.streak) > len(t.worst) {
 		t.worst = append(t.worst[:0], t.streak...)
 	}
+}
+
+// loops groups the answered calls by tool, arguments and result, in the
+// order each group was first seen: first by tool and result (cheap), then,
+// in the groups large enough to be a loop, by canonical arguments.
+func (t *Turn) loops(repeats int) [][]*call {
+	type nameResult struct {
+		name   string
+		result uint64
+	}
+	byResult := map[nameResult][]*call{}
+	var order []nameResult
+	for _, c := range t.calls {
+		if !c.answered {
+			continue
+		}
+		k := nameResult{c.name, c.result}
+		if _, seen := byResult[k]; !seen {
+			order = append(order, k)
+		}
+		byResult[k] = append(byResult[k], c)
+	}
+	var out [][]*call
+	for _, k := range order {
+		group := byResult[k]
+		if len(group) < repeats {
+			continue
+		}
+		byArgs := map[loopKey][]*call{}
+		var keys []loopKey
+		for _, c := range group {
+			a := c.rawArgs
+			if c.args != "" {
+				a = canonicalHash(c.args)
+			}
+			lk := loopKey{c.name, a, c.result}
+			if _, seen := byArgs[lk]; !seen {
+				keys = append(keys, lk)
+			}
+			byArgs[lk] = append(byArgs[lk], c)
+		}
+		for _, lk := range keys {
+			if len(byArgs[lk]) >= repeats {
+				out = append(out, byArgs[lk])
+			}
+		}
+	}
+	return out
 }
 
 // Totals are what a closed turn's budgets are held against.
@@ -178,15 +228,11 @@ func (t *Turn) Close(cfg Config, tot Totals) []Finding {
 		cfg = Defaults()
 	}
 	var out []Finding
-	for _, k := range t.loopKeys {
-		calls := t.loops[k]
-		if len(calls) < cfg.LoopRepeats {
-			continue
-		}
+	for _, calls := range t.loops(cfg.LoopRepeats) {
 		f := Finding{Name: ToolLoop, Explanation: fmt.Sprintf("%s was called %d times with the same arguments and got the same result each time.",
-			k.name, len(calls))}
-		for i, c := range calls {
-			f.Seqs = append(f.Seqs, c.seq, t.loopSeqs[k][i])
+			calls[0].name, len(calls))}
+		for _, c := range calls {
+			f.Seqs = append(f.Seqs, c.seq, c.resultSeq)
 			f.CallIDs = append(f.CallIDs, c.id)
 		}
 		slices.Sort(f.Seqs)
@@ -264,14 +310,21 @@ func canonicalHash(s string) uint64 {
 	return hashString(s)
 }
 
+// hashString is the FNV-1a hash of s.
 func hashString(s string) uint64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return h.Sum64()
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h ^= uint64(s[i])
+		h *= 1099511628211
+	}
+	return h
 }
 
 func hashBytes(b []byte) uint64 {
-	h := fnv.New64a()
-	h.Write(b)
-	return h.Sum64()
+	h := uint64(14695981039346656037)
+	for _, c := range b {
+		h ^= uint64(c)
+		h *= 1099511628211
+	}
+	return h
 }

@@ -578,7 +578,7 @@ func (s *session) toolResult(st *Step, ev *sessionlog.Event, pl turnmodel.Place)
 	tc.EndTime, tc.LoggedEndTime, tc.done = ev.Time, ev.Time, true
 	tc.Outcome, tc.ErrorCode = outcome(ev.IsError), s.e.name(ev.ErrorCode)
 	if evid := ot.t.evidence; evid != nil {
-		evid.Result(ev.Seq, tc.CallID, ev.IsError, messageContent(ev))
+		evid.Result(ev.Seq, tc.CallID, ev.IsError, ev.ResultHash)
 	}
 	if s.e.cfg.CaptureContent {
 		s.captureResult(tc, ev)
