@@ -191,6 +191,9 @@ func writeTurn(w io.Writer, t *turnengine.Turn) {
 		}
 	}
 	tb.write(w)
+	for _, f := range t.Findings {
+		fmt.Fprintf(w, "  finding %s: %s %s\n", f.Name, f.Explanation, evidenceText(f))
+	}
 }
 
 // stepUsage sums the usage of a step's attempts, each counted once (docs/format.md §9.2:
