@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/dshtrace/dshtrace/internal/clientid"
+	"github.com/dshtrace/dshtrace/internal/findings"
 	"github.com/dshtrace/dshtrace/internal/semconv"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 )
@@ -322,8 +323,17 @@ func (m *Metrics) recordTurn(t *turnengine.Turn, now time.Time) {
 			kv{semconv.EnduserID, m.capped("client", clientid.Client(t.SessionID))})
 	}
 	m.add(MetricTurns, 1, turns, now)
-	for _, f := range t.Findings {
-		m.add(MetricTurnFindings, 1, attrs(kv{semconv.DshFinding, f.Name}, agent), now)
+	// Every finding's series exists from an agent's first turn, at zero
+	// until the finding is seen: a rate or alert on it has a series to
+	// evaluate, as dsh.turns has.
+	for _, name := range findings.Names {
+		n := int64(0)
+		for _, f := range t.Findings {
+			if f.Name == name {
+				n++
+			}
+		}
+		m.add(MetricTurnFindings, n, attrs(kv{semconv.DshFinding, name}, agent), now)
 	}
 	ex := exemplar{traceID: trace, spanID: TurnSpanID(t.SessionID, t.Number), at: msToNanos(t.EndTime)}
 	byReason := attrs(kv{semconv.DshTurnEndReason, reason})
