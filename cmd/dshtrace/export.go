@@ -319,8 +319,10 @@ func exportLog(e *env, w io.Writer, l sessionLog, sel turnFilter, session string
 			eng.Ingest(turnengine.Input{SessionID: id, Event: ev, Format: in.Format(), Header: in.Header()}, now)
 		}
 	}
-	for id, s := range c.sessions {
-		c.endCall(id, s) // a step the log ends in
+	for _, id := range in.Sessions() { // the steps the log ends in, in a stable order
+		if s := c.sessions[id]; s != nil {
+			c.endCall(id, s)
+		}
 	}
 	eng.Flush(turnengine.CauseEndOfInput, now)
 	closed := map[turnKey]*turnengine.Turn{}

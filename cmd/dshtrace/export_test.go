@@ -82,6 +82,7 @@ func containsAll(seqs []int64, want ...int64) bool {
 
 func TestExportFilters(t *testing.T) {
 	loops, tools := repoFile("findings/loops.jsonl"), repoFile("dialects/v4-tools.jsonl")
+	open := repoFile("dialects/open-turn.jsonl")
 	for _, tc := range []struct {
 		name  string
 		args  []string
@@ -95,6 +96,7 @@ func TestExportFilters(t *testing.T) {
 		{"reason absent", []string{"--reason", "error", tools}, 1, 0, ""},
 		{"model", []string{"--model", "deepseek-official/deepseek-v4-flash", loops, tools}, 0, 2, tools},
 		{"filters all hold", []string{"--finding", "tool_loop", "--reason", "error", loops}, 1, 0, ""},
+		{"a turn never closed is dangling", []string{"--reason", "dangling", tools, open}, 0, 1, open},
 		{"agent absent", []string{"--agent", "nobody", tools}, 1, 0, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
