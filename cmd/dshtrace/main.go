@@ -32,6 +32,8 @@ commands:
   findings [--json] [--loop-repeats N] [--error-streak N] [--max-steps N] [--max-tokens N]
            [--max-cost USD] [--max-duration D] [--session ID] FILE|ROOT...
       what went wrong in each turn; exit 1 on any finding, 2 if unreadable
+  export [--finding NAME] [--reason KIND] [--agent NAME] [--model NAME] [-o FILE] [--session ID] FILE|ROOT...
+      the model calls of the turns selected, as JSONL: request, tools, answer, provenance
 
 Flags and files go in any order; "dshtrace COMMAND --help" describes a command's flags.
 FILE may be plain JSONL or zstd (.jsonl.zstd); "-" reads standard input.
@@ -72,6 +74,8 @@ func init() {
 			"Writes one self-contained HTML page of the session.", runReplay},
 		{"findings", "[--json] [--loop-repeats N] [--error-streak N] [--max-steps N] [--max-tokens N] [--max-cost USD] [--max-duration D] [--session ID] FILE|ROOT...",
 			"Lists what went wrong in each turn (tool loops, error streaks, unanswered calls, budgets), as the turn_state connector finds it. Exit 1 on any finding, 0 on none, 2 if an input cannot be read.", runFindings},
+		{"export", "[--finding NAME] [--reason KIND] [--agent NAME] [--model NAME] [-o FILE] [--session ID] FILE|ROOT...",
+			"Writes the model calls of the turns selected by finding, end reason, agent or model (every turn when no filter is given; all filters given must hold) as JSONL, one call a line: the request as the model saw it (derive --before-step's history), the tools offered, the answer and the seqs it was built from. Exit 1 when no call matched, 2 if an input cannot be read.", runExport},
 		{"serve", "[--addr 127.0.0.1:7788] [--allow-host NAME] [--jaeger URL] [--no-content] [--turns-per-page N] [--max-page-memory MiB] ROOT...",
 			"Serves the replay pages of every session under dsh session roots until interrupted.", runServe},
 	} {
