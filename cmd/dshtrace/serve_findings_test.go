@@ -45,7 +45,7 @@ func TestServeFindings(t *testing.T) {
 		}
 
 		_, page := get(t, srv, "/s/loops")
-		for _, want := range []string{`<span class="badge finding">tool_loop</span>`, `<a href="#seq-33">33</a>`, `<a href="#call-call_7">call_7</a>`} {
+		for _, want := range []string{`<span class="badge finding">1 tool_loop</span>`, `<span class="badge finding">tool_loop</span>`, `<a href="#seq-33">33</a>`, `<a href="#call-call_7">call_7</a>`} {
 			if !strings.Contains(page, want) {
 				t.Errorf("no content %v: the page of loops lacks %s", noContent, want)
 			}
