@@ -389,15 +389,15 @@ func (s *server) failure(e entry, err error) string {
 }
 
 // list serves the session list: the latest activity first, filtered by
-// session id, agent and turn end reason.
+// session id, agent, turn end reason and finding.
 func (s *server) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	l := replay.List{Query: q.Get("q"), Agent: q.Get("agent"), Reason: q.Get("reason")}
+	l := replay.List{Query: q.Get("q"), Agent: q.Get("agent"), Reason: q.Get("reason"), Finding: q.Get("finding")}
 	for _, root := range s.roots {
 		l.Roots = append(l.Roots, root.path)
 	}
 	all := s.listEntries(s.entries())
-	agents, reasons := map[string]bool{}, map[string]bool{}
+	agents, reasons, found := map[string]bool{}, map[string]bool{}, map[string]bool{}
 	for _, e := range all {
 		if e.Agent != "" {
 			agents[e.Agent] = true
@@ -405,12 +405,15 @@ func (s *server) list(w http.ResponseWriter, r *http.Request) {
 		for _, rc := range e.Reasons {
 			reasons[rc.Kind] = true
 		}
+		for _, fc := range e.Findings {
+			found[fc.Name] = true
+		}
 		if l.Matches(e) {
 			l.Sessions = append(l.Sessions, e)
 		}
 	}
 	l.Total = len(all)
-	l.Agents, l.Reasons = sortedKeys(agents), sortedKeys(reasons)
+	l.Agents, l.Reasons, l.Findings = sortedKeys(agents), sortedKeys(reasons), sortedKeys(found)
 	slices.SortStableFunc(l.Sessions, latestFirst)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := replay.RenderList(w, l); err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dshtrace/dshtrace/internal/clientid"
+	"github.com/dshtrace/dshtrace/internal/findings"
 	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/sessionlog"
@@ -183,9 +184,12 @@ func newBuilder(opts Options) *builder {
 		opts.AgentName = turnengine.DefaultAgentName
 	}
 	return &builder{
-		opts:   opts,
-		page:   &Page{Name: opts.Name, NoContent: opts.NoContent},
-		eng:    turnengine.New(turnengine.Config{AgentName: opts.AgentName, KeepInherited: true, Prices: opts.Prices}),
+		opts: opts,
+		page: &Page{Name: opts.Name, NoContent: opts.NoContent},
+		// The findings' thresholds are the collector's and the CLI's defaults,
+		// so that the page shows the findings they report.
+		eng: turnengine.New(turnengine.Config{AgentName: opts.AgentName, KeepInherited: true, Prices: opts.Prices,
+			Findings: findings.Defaults()}),
 		now:    time.Unix(0, 0), // arrival time plays no part: nothing is swept
 		states: map[string]*state{},
 		names:  map[string]string{},
@@ -688,6 +692,11 @@ func (b *builder) closeTurn(st *state, t *Turn, et *turnengine.Turn) {
 	t.EndSeq, t.End = et.EndSeq, et.LoggedEndTime
 	t.Reason, t.DanglingCause = et.Reason, et.DanglingCause
 	t.Usage, t.Cost, t.PricedCalls, t.UnpricedCalls, t.Clamped = et.Usage, et.Cost, et.PricedCalls, et.UnpricedCalls, et.Clamped
+	if !t.Inherited {
+		// An inherited turn's findings are its parent session's, as its
+		// trace is: the collector and the CLI report them there.
+		t.Findings = et.Findings
+	}
 	if et.Agent != "" {
 		st.s.Agent = et.Agent
 	}
@@ -970,4 +979,10 @@ func (tt *Totals) add(t *Turn) {
 	}
 	tt.Reasons[reason]++
 	tt.LastReason = reason
+	for _, f := range t.Findings {
+		if tt.Findings == nil {
+			tt.Findings = map[string]int{}
+		}
+		tt.Findings[f.Name]++
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/dshtrace/dshtrace/internal/findings"
 	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 )
@@ -15,11 +16,11 @@ import (
 type List struct {
 	// Roots are the session roots served.
 	Roots []string
-	// Query, Agent and Reason are the filters applied (a session id
-	// substring, an agent, a turn end reason).
-	Query, Agent, Reason string
-	// Agents and Reasons are the values the filters offer.
-	Agents, Reasons []string
+	// Query, Agent, Reason and Finding are the filters applied (a session
+	// id substring, an agent, a turn end reason, a finding's name).
+	Query, Agent, Reason, Finding string
+	// Agents, Reasons and Findings are the values the filters offer.
+	Agents, Reasons, Findings []string
 	// Total is the number of sessions before filtering.
 	Total    int
 	Sessions []ListEntry
@@ -41,6 +42,9 @@ type ListEntry struct {
 	// last turn's.
 	Reasons []ReasonCount
 	Last    string
+	// Findings are its turns' findings by name, in the order the rules
+	// are reported (findings.Names).
+	Findings []FindingCount
 	// Activity is the latest event time (Unix ms), HasActivity false
 	// for a session without events.
 	Activity    int64
@@ -54,7 +58,30 @@ type ListEntry struct {
 // Summary fills a list entry from a session's page.
 func Summary(s *Session) ListEntry {
 	return ListEntry{ID: s.ID, Agent: s.Agent, Turns: s.Totals.Turns, Reasons: reasons(s.Totals), Last: s.Totals.LastReason,
-		Activity: s.Last, HasActivity: s.HasTimes, Tokens: s.Totals.Tokens, Cost: s.Totals.Cost, Priced: s.Totals.PricedCalls > 0}
+		Activity: s.Last, HasActivity: s.HasTimes, Tokens: s.Totals.Tokens, Cost: s.Totals.Cost, Priced: s.Totals.PricedCalls > 0,
+		Findings: findingCounts(s.Totals)}
+}
+
+// FindingCount is a finding's name and how many turns have it.
+type FindingCount struct {
+	Name  string
+	Count int
+}
+
+// findingCounts lists a session's findings in the rules' order.
+func findingCounts(t Totals) []FindingCount {
+	var out []FindingCount
+	for _, name := range findings.Names {
+		if n := t.Findings[name]; n > 0 {
+			out = append(out, FindingCount{name, n})
+		}
+	}
+	return out
+}
+
+// HasFinding reports whether some turn of the session has the finding name.
+func (e ListEntry) HasFinding(name string) bool {
+	return slices.ContainsFunc(e.Findings, func(f FindingCount) bool { return f.Name == name })
 }
 
 // HasReason reports whether some turn of the session ended with reason.
@@ -95,6 +122,8 @@ func (l List) Matches(e ListEntry) bool {
 	case l.Agent != "" && e.Agent != l.Agent:
 		return false
 	case l.Reason != "" && !e.HasReason(l.Reason):
+		return false
+	case l.Finding != "" && !e.HasFinding(l.Finding):
 		return false
 	}
 	return true

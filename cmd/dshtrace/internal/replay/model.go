@@ -3,6 +3,7 @@ package replay
 import (
 	"slices"
 
+	"github.com/dshtrace/dshtrace/internal/findings"
 	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/sessionlog"
@@ -82,6 +83,8 @@ type Totals struct {
 	Reasons map[string]int
 	// LastReason is the last turn's end reason.
 	LastReason string
+	// Findings counts the turns' findings by name (nil for none).
+	Findings map[string]int
 }
 
 // Link names another session and, when known, the call that started it.
@@ -139,7 +142,11 @@ type Turn struct {
 	Cost                       pricing.Cost
 	PricedCalls, UnpricedCalls int
 	Clamped                    bool
-	engine                     bool // the engine closed it
+	// Findings are what went wrong in the turn, as the turn engine found
+	// it with the default thresholds (internal/findings); none for an
+	// inherited turn.
+	Findings []findings.Finding
+	engine   bool // the engine closed it
 }
 
 // Dangling reports whether dsh never closed the turn (as the log stands).

@@ -247,6 +247,7 @@ func funcs(r *renderer) template.FuncMap {
 		"sub":        func(a, b int64) int64 { return a - b },
 		"tokens":     tokens,
 		"reasons":    reasons,
+		"findings":   findingCounts,
 		"format":     formatName,
 		"add": func(v ...int64) int64 {
 			var n int64

@@ -53,7 +53,11 @@ func (r *renderer) turnSummary(h *hbuf, t *Turn) {
 	}
 	h.raw(`">`)
 	h.text(reasonLabel(t))
-	h.raw(`</span><span class="prompt">`)
+	h.raw(`</span>`)
+	for _, f := range t.Findings {
+		findingBadge(h, f.Name)
+	}
+	h.raw(`<span class="prompt">`)
 	if m := r.msg(t.Prompt); m != nil && t.Prompt >= 0 {
 		h.text(Excerpt(m.Content, 140))
 	}
@@ -67,6 +71,7 @@ func (r *renderer) turnSummary(h *hbuf, t *Turn) {
 func (r *renderer) turnBody(h *hbuf, t *Turn) {
 	r.turnFacts(h, t)
 	r.turnEnding(h, t)
+	r.turnFindings(h, t)
 	if m := r.msg(t.Prompt); m != nil && t.Prompt >= 0 {
 		h.raw("\n")
 		r.message(h, m)
@@ -149,6 +154,59 @@ func (r *renderer) turnEnding(h *hbuf, t *Turn) {
 		}
 		h.raw(".</div>")
 	}
+}
+
+// findingBadge writes a finding's badge: its rule's name.
+func findingBadge(h *hbuf, name string) {
+	h.raw(`<span class="badge finding">`)
+	h.text(name)
+	h.raw(`</span>`)
+}
+
+// turnFindings writes what went wrong in a turn: each finding's
+// explanation and links to its evidence, the rows of its events and its
+// tool calls.
+func (r *renderer) turnFindings(h *hbuf, t *Turn) {
+	if len(t.Findings) == 0 {
+		return
+	}
+	h.raw("\n<div class=\"findings\">")
+	for _, f := range t.Findings {
+		h.raw("\n<p>")
+		findingBadge(h, f.Name)
+		h.raw(" ")
+		h.text(f.Explanation)
+		h.raw(` <span class="evidence">`)
+		if len(f.Seqs) == 1 {
+			h.raw("seq")
+		} else {
+			h.raw("seqs")
+		}
+		for i, seq := range f.Seqs {
+			if i > 0 {
+				h.raw(",")
+			}
+			h.raw(" ")
+			h.link(r.seqID(seq), strconv.FormatInt(seq, 10))
+		}
+		if len(f.CallIDs) > 0 {
+			h.raw(" · ")
+			if len(f.CallIDs) == 1 {
+				h.raw("call")
+			} else {
+				h.raw("calls")
+			}
+			for i, id := range f.CallIDs {
+				if i > 0 {
+					h.raw(",")
+				}
+				h.raw(" ")
+				h.link(r.callID(id), id)
+			}
+		}
+		h.raw("</span></p>")
+	}
+	h.raw("</div>")
 }
 
 // gap writes the rows between turns.
