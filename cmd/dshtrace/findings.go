@@ -26,6 +26,7 @@ func runFindings(e *env, args []string) error {
 	cfg := def
 	fs.IntVar(&cfg.LoopRepeats, "loop-repeats", def.LoopRepeats, "identical calls with identical results that make a tool_loop (`N`)")
 	fs.IntVar(&cfg.ErrorStreak, "error-streak", def.ErrorStreak, "failed results in a row that make a tool_error_streak (`N`)")
+	fs.IntVar(&cfg.Retries, "retries", def.Retries, "model-call retries in a turn that make model_retries (`N`)")
 	fs.IntVar(&cfg.MaxSteps, "max-steps", 0, "a turn of more steps is over_steps (`N`; 0: off)")
 	fs.Int64Var(&cfg.MaxTokens, "max-tokens", 0, "a turn of more tokens is over_tokens (`N`; 0: off)")
 	fs.Float64Var(&cfg.MaxCost, "max-cost", 0, "a turn costing more (`USD`) is over_cost (0: off)")

@@ -29,8 +29,8 @@ commands:
   serve [--addr 127.0.0.1:7788] [--allow-host NAME] [--jaeger URL] [--no-content]
         [--turns-per-page N] [--max-page-memory MiB] ROOT...
       the replay pages of every session under dsh session roots
-  findings [--json] [--loop-repeats N] [--error-streak N] [--max-steps N] [--max-tokens N]
-           [--max-cost USD] [--max-duration D] [--session ID] FILE|ROOT...
+  findings [--json] [--loop-repeats N] [--error-streak N] [--retries N] [--max-steps N]
+           [--max-tokens N] [--max-cost USD] [--max-duration D] [--session ID] FILE|ROOT...
       what went wrong in each turn; exit 1 on any finding, 2 if unreadable
   export [--finding NAME] [--reason KIND] [--agent NAME] [--model NAME] [-o FILE] [--session ID] FILE|ROOT...
       the model calls of the turns selected, as JSONL: request, tools, answer, provenance
@@ -72,7 +72,7 @@ func init() {
 			"Prints (or sends) the trace of every turn; turns never ended close as dangling.", runSpans},
 		{"replay", "[-o FILE.html] [--jaeger URL] [--no-content] [--session ID] FILE",
 			"Writes one self-contained HTML page of the session.", runReplay},
-		{"findings", "[--json] [--loop-repeats N] [--error-streak N] [--max-steps N] [--max-tokens N] [--max-cost USD] [--max-duration D] [--session ID] FILE|ROOT...",
+		{"findings", "[--json] [--loop-repeats N] [--error-streak N] [--retries N] [--max-steps N] [--max-tokens N] [--max-cost USD] [--max-duration D] [--session ID] FILE|ROOT...",
 			"Lists what went wrong in each turn (tool loops, error streaks, unanswered calls, budgets), as the turn_state connector finds it. Exit 1 on any finding, 0 on none, 2 if an input cannot be read.", runFindings},
 		{"export", "[--finding NAME] [--reason KIND] [--agent NAME] [--model NAME] [-o FILE] [--session ID] FILE|ROOT...",
 			"Writes the model calls of the turns selected by finding, end reason, agent or model (every turn when no filter is given; all filters given must hold) as JSONL, one call a line: the request as the model saw it (derive --before-step's history), the tools offered, the answer and the seqs it was built from. Exit 1 when no call matched, 2 if an input cannot be read.", runExport},

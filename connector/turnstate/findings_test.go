@@ -71,7 +71,7 @@ func TestFindingsOnTheTurn(t *testing.T) {
 		v, _ := dp.Attributes().Get(semconv.DshFinding)
 		got[v.Str()] += dp.IntValue()
 	}
-	assert.Equal(t, map[string]int64{findings.ToolLoop: 1, findings.ToolErrorStreak: 1, findings.UnansweredToolCall: 0,
+	assert.Equal(t, map[string]int64{findings.ToolLoop: 1, findings.ToolErrorStreak: 1, findings.UnansweredToolCall: 0, findings.ModelRetries: 0,
 		findings.OverSteps: 0, findings.OverTokens: 0, findings.OverCost: 0, findings.OverDuration: 0}, got, "every finding's series, at zero until seen")
 
 	// Killed after every batch in turn, restarted on its journal.

@@ -13,6 +13,8 @@
 //     in the turn, no successful one between them.
 //   - unanswered_tool_call: dsh ended the turn (turn/end) while a tool call
 //     of it had no result.
+//   - model_retries: Retries or more model calls of the turn were retried
+//     (llm/retry-started: dsh retried a failed request).
 //   - over_steps, over_tokens, over_cost, over_duration: the turn went
 //     beyond a budget (each off until its limit is set).
 //
@@ -34,6 +36,7 @@ const (
 	ToolLoop           = "tool_loop"
 	ToolErrorStreak    = "tool_error_streak"
 	UnansweredToolCall = "unanswered_tool_call"
+	ModelRetries       = "model_retries"
 	OverSteps          = "over_steps"
 	OverTokens         = "over_tokens"
 	OverCost           = "over_cost"
@@ -41,7 +44,7 @@ const (
 )
 
 // Names are every finding's name, in the order findings are reported.
-var Names = []string{ToolLoop, ToolErrorStreak, UnansweredToolCall, OverSteps, OverTokens, OverCost, OverDuration}
+var Names = []string{ToolLoop, ToolErrorStreak, UnansweredToolCall, ModelRetries, OverSteps, OverTokens, OverCost, OverDuration}
 
 // Config are the rules' thresholds.
 type Config struct {
@@ -51,6 +54,9 @@ type Config struct {
 	// ErrorStreak is how many failed results in a row make a streak
 	// (default 3).
 	ErrorStreak int `mapstructure:"error_streak"`
+	// Retries is how many model-call retries in a turn make
+	// model_retries (default 3).
+	Retries int `mapstructure:"retries"`
 	// MaxSteps, MaxTokens (input, cached, output and reasoning together),
 	// MaxCost (USD) and MaxDuration are the budgets; 0: off.
 	MaxSteps    int           `mapstructure:"max_steps"`
@@ -60,7 +66,7 @@ type Config struct {
 }
 
 // Defaults are the thresholds of the rules that are on by default.
-func Defaults() Config { return Config{LoopRepeats: 3, ErrorStreak: 3} }
+func Defaults() Config { return Config{LoopRepeats: 3, ErrorStreak: 3, Retries: 3} }
 
 // Validate checks the thresholds.
 func (c Config) Validate() error {
@@ -69,6 +75,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("findings::loop_repeats must be at least 2, got %d", c.LoopRepeats)
 	case c.ErrorStreak < 2:
 		return fmt.Errorf("findings::error_streak must be at least 2, got %d", c.ErrorStreak)
+	case c.Retries < 1:
+		return fmt.Errorf("findings::retries must be at least 1, got %d", c.Retries)
 	case c.MaxSteps < 0 || c.MaxTokens < 0 || c.MaxCost < 0 || c.MaxDuration < 0:
 		return fmt.Errorf("findings: max_steps, max_tokens, max_cost and max_duration must not be negative (0: off)")
 	}
@@ -116,6 +124,8 @@ type Turn struct {
 	byID  map[string]*call
 	// streak is the failed results in a row so far; worst the longest.
 	streak, worst []evidence
+	// retries are the seqs of the turn's llm/retry-started events.
+	retries []int64
 }
 
 type evidence struct {
@@ -159,6 +169,9 @@ func (t *Turn) Result(seq int64, callID string, failed bool, result uint64) {
 		t.worst = append(t.worst[:0], t.streak...)
 	}
 }
+
+// Retry records an llm/retry-started: dsh retried a failed model call.
+func (t *Turn) Retry(seq int64) { t.retries = append(t.retries, seq) }
 
 // loops groups the answered calls by tool, arguments and result, in the
 // order each group was first seen: first by tool and result (cheap), then,
@@ -224,7 +237,7 @@ type Totals struct {
 
 // Close is the turn's findings, in the order of Names.
 func (t *Turn) Close(cfg Config, tot Totals) []Finding {
-	if cfg.LoopRepeats == 0 && cfg.ErrorStreak == 0 {
+	if cfg.LoopRepeats == 0 && cfg.ErrorStreak == 0 && cfg.Retries == 0 {
 		cfg = Defaults()
 	}
 	var out []Finding
@@ -266,6 +279,10 @@ func (t *Turn) Close(cfg Config, tot Totals) []Finding {
 			}
 			out = append(out, f)
 		}
+	}
+	if cfg.Retries > 0 && len(t.retries) >= cfg.Retries {
+		out = append(out, Finding{Name: ModelRetries, Seqs: slices.Clone(t.retries),
+			Explanation: fmt.Sprintf("dsh retried %d failed model calls in the turn.", len(t.retries))})
 	}
 	span := []int64{tot.StartSeq}
 	if tot.EndSeq >= 0 {

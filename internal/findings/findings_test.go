@@ -1,6 +1,9 @@
 package findings_test
 
 import (
+	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -73,9 +76,9 @@ func TestRules(t *testing.T) {
 			[]string{findings.UnansweredToolCall}, nil},
 		{"a dangling turn's missing result is no finding", []testlog.Call{ok, {Tool: "bash", Args: `{}`, NoResult: true}}, false, findings.Config{}, nil, nil},
 		{"budgets, off until set", []testlog.Call{ok, ok}, true, findings.Config{}, nil, nil},
-		{"budgets over", []testlog.Call{ok, ok}, true, findings.Config{LoopRepeats: 3, ErrorStreak: 3, MaxSteps: 1, MaxTokens: 10, MaxDuration: time.Millisecond},
+		{"budgets over", []testlog.Call{ok, ok}, true, findings.Config{LoopRepeats: 3, ErrorStreak: 3, Retries: 3, MaxSteps: 1, MaxTokens: 10, MaxDuration: time.Millisecond},
 			[]string{findings.OverSteps, findings.OverTokens, findings.OverDuration}, nil},
-		{"thresholds set", []testlog.Call{same, same}, true, findings.Config{LoopRepeats: 2, ErrorStreak: 3},
+		{"thresholds set", []testlog.Call{same, same}, true, findings.Config{LoopRepeats: 2, ErrorStreak: 3, Retries: 3},
 			[]string{findings.ToolLoop}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -95,5 +98,44 @@ func TestRules(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	require.NoError(t, findings.Defaults().Validate())
 	assert.ErrorContains(t, findings.Config{LoopRepeats: 1, ErrorStreak: 3}.Validate(), "loop_repeats must be at least 2, got 1")
-	assert.ErrorContains(t, findings.Config{LoopRepeats: 3, ErrorStreak: 3, MaxCost: -1}.Validate(), "must not be negative")
+	assert.ErrorContains(t, findings.Config{LoopRepeats: 3, ErrorStreak: 3, Retries: 3, MaxCost: -1}.Validate(), "must not be negative")
+	assert.ErrorContains(t, findings.Config{LoopRepeats: 3, ErrorStreak: 3}.Validate(), "retries must be at least 1, got 0")
+}
+
+// Three model calls retried in a turn (llm/retry-started) are
+// model_retries; two are not.
+func TestModelRetries(t *testing.T) {
+	log := testlog.SynthCalls("s", []testlog.Call{{Tool: "read", Args: `{}`, Result: "x"}}, true)
+	lines := strings.SplitAfter(log, "\n")
+	retry := func(seq int) string {
+		return fmt.Sprintf(`{"type":"llm/retry-started","seq":%d,"time":1800000000001,"data":{"retryId":"r-%d","turn":1,"step":1,"retry":%d}}`+"\n", seq, seq, seq)
+	}
+	for _, n := range []int{2, 3} {
+		// The retries right after step/start (seq 1), the later seqs moved up by n.
+		var b strings.Builder
+		b.WriteString(lines[0] + lines[1] + lines[2])
+		for i := 0; i < n; i++ {
+			b.WriteString(retry(2 + i))
+		}
+		for _, l := range lines[3:] {
+			b.WriteString(shiftSeq(l, n))
+		}
+		turn := turnOf(t, b.String(), findings.Defaults())
+		if n < 3 {
+			assert.Empty(t, names(turn.Findings), "%d retries", n)
+			continue
+		}
+		require.Equal(t, []string{findings.ModelRetries}, names(turn.Findings))
+		assert.Equal(t, []int64{2, 3, 4}, turn.Findings[0].Seqs)
+	}
+}
+
+// shiftSeq moves a row's "seq" (and a cited seq) up by n.
+func shiftSeq(line string, n int) string {
+	re := regexp.MustCompile(`("seq":|"sourceEventSeqs":\[)(\d+)`)
+	return re.ReplaceAllStringFunc(line, func(m string) string {
+		sub := re.FindStringSubmatch(m)
+		v, _ := strconv.Atoi(sub[2])
+		return sub[1] + strconv.Itoa(v+n)
+	})
 }

@@ -310,6 +310,9 @@ func (s *session) dispatchEvent(ot *openTurn, ev *sessionlog.Event) {
 func (ot *openTurn) spanEvent(ev *sessionlog.Event, pl turnmodel.Place) {
 	switch ev.Type {
 	case "llm/retry-started":
+		if evid := ot.t.evidence; evid != nil {
+			evid.Retry(ev.Seq)
+		}
 		ot.retryStart, ot.hasRetryStart = ev.Time, true
 		ot.addEvent(ev, "dsh.llm.retry_started", Attr{semconv.DshRetry, ev.Retry})
 	case "llm/retry":
