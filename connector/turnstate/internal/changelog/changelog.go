@@ -127,6 +127,9 @@ type Log struct {
 	err     error  // the consumer's last error, for Sync's timeout message
 	lost    string // why the topic was found lost since the last Lost call ("" not)
 	renamed bool   // the reader's fetches name a topic id the broker does not have
+	// topicID is the topic's id as Sync last found it (zero: not yet, or a
+	// broker without ids): another id is the topic created anew.
+	topicID kadm.TopicID
 
 	// With BySource: the sources followed and their partitions, whether
 	// the view reads every partition anyway, and the topic's partitions.

@@ -101,6 +101,17 @@ func (l *Log) Sync(ctx context.Context) error {
 			return fmt.Errorf("changelog: list the end offsets of %s: %w", l.cfg.Topic, err)
 		}
 	}
+	l.mu.Lock()
+	adm := l.adm
+	l.mu.Unlock()
+	if l.createdAnew(ctx, adm) {
+		// The topic was deleted and created again since the last Sync,
+		// whatever the offsets say (they can reach what the view read
+		// before: other writers, or this instance's own writes since):
+		// read it anew, and list its ends again.
+		l.startOver("the topic was created anew (its id changed)")
+		return l.Sync(ctx)
+	}
 	want := map[int32]int64{}
 	l.mu.Lock()
 	l.parts = 0
@@ -198,6 +209,25 @@ func (l *Log) run(ctx context.Context, cl *kgo.Client, done chan struct{}) {
 		}
 		l.mu.Unlock()
 	}
+}
+
+// createdAnew reports whether the topic's id differs from the one the last
+// Sync found (and remembers the id found now). A failed look-up, or a
+// broker without topic ids, reports false: the offsets' checks remain.
+func (l *Log) createdAnew(ctx context.Context, adm *kadm.Client) bool {
+	topics, err := adm.ListTopics(ctx, l.cfg.Topic)
+	if err != nil {
+		return false
+	}
+	d, ok := topics[l.cfg.Topic]
+	if !ok || d.Err != nil || d.ID == (kadm.TopicID{}) {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	prev := l.topicID
+	l.topicID = d.ID
+	return prev != (kadm.TopicID{}) && prev != d.ID
 }
 
 // startOver forgets what the client knew of the topic (its id, its
