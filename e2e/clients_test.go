@@ -214,23 +214,7 @@ func TestSharingAKafkaDeployment(t *testing.T) {
 		procs = append(procs, c.start("turn-state-"+node, procs...))
 		nodes = append(nodes, c)
 	}
-	poll(t, "every partition assigned, each node owning some", 60*time.Second, func() error {
-		total := 0
-		for _, n := range nodes {
-			owned, err := ownedPartitions(ctx, n.selfURL())
-			if err != nil {
-				return err
-			}
-			if owned == 0 {
-				return fmt.Errorf("a node owns no partition yet")
-			}
-			total += owned
-		}
-		if total != kafkaPartitions {
-			return fmt.Errorf("%d of %d partitions owned", total, kafkaPartitions)
-		}
-		return nil
-	}, procs...)
+	awaitPartitions(t, ctx, nodes, procs...)
 	in := newCollector(t, dir, shippedConfig("kafka-ingest"), testConfig("kafka-ingest-clients")).
 		set("KAFKA_BROKERS", broker).set("STATE_DIR", filepath.Join(dir, "ingest-state")).
 		set("AGENTS_HTPASSWD_FILE", agentsHtpasswd(t, dir))
@@ -239,31 +223,10 @@ func TestSharingAKafkaDeployment(t *testing.T) {
 	threePosts(t, in.ingestURL(), real, forged)
 	for _, session := range []string{"shared-1", "shared-2"} {
 		turn := turnOf(t, clientid.Key("alice", session), real)
-		id := turnrender.TraceID(turn.SessionID, turn.Number)
-		var diffs []string
-		poll(t, "alice's "+session+" in Jaeger", 60*time.Second, func() error {
-			got, err := jaegerTrace(ctx, j.query(), id)
-			if err != nil {
-				return err
-			}
-			spans := spansByID(got)
-			root, ok := spans[turnrender.TurnSpanID(turn.SessionID, turn.Number)]
-			if !ok {
-				return fmt.Errorf("no turn span yet")
-			}
-			v, _ := root.Attributes().Get("gen_ai.agent.name")
-			exp := *turn
-			exp.Agent = v.AsString()
-			want := traceOf(&exp)
-			if got.SpanCount() < want.SpanCount() {
-				return fmt.Errorf("%d of %d spans stored", got.SpanCount(), want.SpanCount())
-			}
-			diffs = compareTrace(want, got)
-			if who, _ := got.ResourceSpans().At(0).Resource().Attributes().Get("enduser.id"); who.Str() != "alice" {
-				diffs = append(diffs, fmt.Sprintf("resource enduser.id %q", who.Str()))
-			}
-			return nil
-		}, procs...)
+		_, got, diffs := builtTurn(t, ctx, j.query(), turn, procs...)
+		if who, _ := got.ResourceSpans().At(0).Resource().Attributes().Get("enduser.id"); who.Str() != "alice" {
+			diffs = append(diffs, fmt.Sprintf("resource enduser.id %q", who.Str()))
+		}
 		for _, d := range diffs {
 			t.Errorf("alice's %s: %s", session, d)
 		}

@@ -14,7 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
+	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
@@ -62,23 +65,11 @@ func TestKafkaTwoTier(t *testing.T) {
 	procs = append(procs, in.start("ingest", procs...))
 
 	// The group settles: every partition owned, each node owning some.
-	poll(t, "partitions assigned to both nodes", 60*time.Second, func() error {
-		total := 0
-		for _, n := range nodes {
-			owned, err := ownedPartitions(ctx, n.c.selfURL())
-			if err != nil {
-				return err
-			}
-			if owned == 0 {
-				return fmt.Errorf("%s owns no partition", n.agent)
-			}
-			total += owned
-		}
-		if total != kafkaPartitions {
-			return fmt.Errorf("%d of %d partitions owned", total, kafkaPartitions)
-		}
-		return nil
-	}, procs...)
+	var cols []*collector
+	for _, n := range nodes {
+		cols = append(cols, n.c)
+	}
+	awaitPartitions(t, ctx, cols, procs...)
 
 	for _, s := range ss {
 		url, via := in.ingestURL()+"/v1/sessions/"+s.id+"/events", s.via
@@ -93,31 +84,8 @@ func TestKafkaTwoTier(t *testing.T) {
 	want := expect(t, ss)
 	bySession := map[string]map[string]bool{} // session → agents (nodes) that built its turns
 	for _, turn := range want.turns {
-		id := turnrender.TraceID(turn.SessionID, turn.Number)
 		name := fmt.Sprintf("%s/turn-%d", turn.SessionID, turn.Number)
-		var node string
-		var diffs []string
-		poll(t, name+" in Jaeger", 60*time.Second, func() error {
-			got, err := jaegerTrace(ctx, j.query(), id)
-			if err != nil {
-				return err
-			}
-			spans := spansByID(got)
-			root, ok := spans[turnrender.TurnSpanID(turn.SessionID, turn.Number)]
-			if !ok {
-				return fmt.Errorf("no turn span yet")
-			}
-			v, _ := root.Attributes().Get("gen_ai.agent.name")
-			node = v.AsString()
-			exp := *turn
-			exp.Agent = node // the node that built it names the agent
-			wantTD := traceOf(&exp)
-			if got.SpanCount() < wantTD.SpanCount() {
-				return fmt.Errorf("%d of %d spans stored", got.SpanCount(), wantTD.SpanCount())
-			}
-			diffs = compareTrace(wantTD, got)
-			return nil
-		}, procs...)
+		node, _, diffs := builtTurn(t, ctx, j.query(), turn, procs...)
 		for _, d := range diffs {
 			t.Errorf("%s: %s", name, d)
 		}
@@ -161,6 +129,59 @@ func TestKafkaTwoTier(t *testing.T) {
 		}
 		return nil
 	}, procs...)
+}
+
+// awaitPartitions waits until the nodes of a consumer group own every
+// partition of the session topic between them, each owning some: the
+// group has settled.
+func awaitPartitions(t *testing.T, ctx context.Context, nodes []*collector, procs ...*process) {
+	t.Helper()
+	poll(t, "every partition assigned, each node owning some", 60*time.Second, func() error {
+		total := 0
+		for i, n := range nodes {
+			owned, err := ownedPartitions(ctx, n.selfURL())
+			if err != nil {
+				return err
+			}
+			if owned == 0 {
+				return fmt.Errorf("node %d owns no partition", i)
+			}
+			total += owned
+		}
+		if total != kafkaPartitions {
+			return fmt.Errorf("%d of %d partitions owned", total, kafkaPartitions)
+		}
+		return nil
+	}, procs...)
+}
+
+// builtTurn waits for a turn in Jaeger and compares it with the engine's,
+// the agent named by whichever node built it: it returns that node, the
+// stored trace and the differences.
+func builtTurn(t *testing.T, ctx context.Context, query string, turn *turnengine.Turn, procs ...*process) (node string, got ptrace.Traces, diffs []string) {
+	t.Helper()
+	id := turnrender.TraceID(turn.SessionID, turn.Number)
+	poll(t, fmt.Sprintf("%s/turn-%d in Jaeger", turn.SessionID, turn.Number), 60*time.Second, func() error {
+		var err error
+		if got, err = jaegerTrace(ctx, query, id); err != nil {
+			return err
+		}
+		root, ok := spansByID(got)[turnrender.TurnSpanID(turn.SessionID, turn.Number)]
+		if !ok {
+			return fmt.Errorf("no turn span yet")
+		}
+		v, _ := root.Attributes().Get("gen_ai.agent.name")
+		node = v.AsString()
+		exp := *turn
+		exp.Agent = node // the node that built it names the agent
+		want := traceOf(&exp)
+		if got.SpanCount() < want.SpanCount() {
+			return fmt.Errorf("%d of %d spans stored", got.SpanCount(), want.SpanCount())
+		}
+		diffs = compareTrace(want, got)
+		return nil
+	}, procs...)
+	return node, got, diffs
 }
 
 var partitionLine = regexp.MustCompile(`(?m)^otelcol_kafka_receiver_partition_(start|close)(?:_total)?(?:\{[^}]*\})? (\S+)`)

@@ -321,7 +321,7 @@ func canonicalHash(s string) uint64 {
 	var v any
 	if err := json.Unmarshal([]byte(s), &v); err == nil {
 		if b, err := json.Marshal(v); err == nil {
-			return hashBytes(b)
+			return hashString(string(b))
 		}
 	}
 	return hashString(s)
@@ -332,15 +332,6 @@ func hashString(s string) uint64 {
 	h := uint64(14695981039346656037)
 	for i := 0; i < len(s); i++ {
 		h ^= uint64(s[i])
-		h *= 1099511628211
-	}
-	return h
-}
-
-func hashBytes(b []byte) uint64 {
-	h := uint64(14695981039346656037)
-	for _, c := range b {
-		h ^= uint64(c)
 		h *= 1099511628211
 	}
 	return h
