@@ -15,6 +15,7 @@ import (
 
 	"github.com/dshtrace/dshtrace/internal/findings"
 	"github.com/dshtrace/dshtrace/internal/pricing"
+	"github.com/dshtrace/dshtrace/internal/sampling"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/internal/turnrender"
 	"github.com/dshtrace/dshtrace/sessionlog/turnmodel"
@@ -84,6 +85,10 @@ type Config struct {
 	// (internal/findings): loop_repeats, error_streak, and the budgets
 	// max_steps, max_tokens, max_cost, max_duration (0: off).
 	Findings findings.Config `mapstructure:"findings"`
+	// Sampling keeps every turn that went wrong and every turn of a share
+	// of the sessions (internal/sampling): session_ratio, keep_over,
+	// max_held_spans. The default keeps everything.
+	Sampling sampling.Config `mapstructure:"sampling"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -249,6 +254,7 @@ func createDefaultConfig() *Config {
 		ReorderWindow:        turnengine.DefaultReorderWindow,
 		BuiltinPrices:        true,
 		Findings:             findings.Defaults(),
+		Sampling:             sampling.Defaults(),
 	}
 }
 
@@ -290,6 +296,9 @@ func (c *Config) Validate() error {
 		errs = append(errs, err)
 	}
 	if err := c.Findings.Validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.Sampling.Validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if c.GapTimeout > 0 && c.DanglingTimeout > 0 && c.GapTimeout >= c.DanglingTimeout {

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
+	"github.com/dshtrace/dshtrace/internal/sampling"
 )
 
 func TestLoadConfig(t *testing.T) {
@@ -47,6 +48,10 @@ func TestLoadConfig(t *testing.T) {
 		TLS:  &configtls.ClientConfig{Config: configtls.Config{CAFile: "/etc/kafka/ca.pem"}},
 		Auth: &ChangelogAuth{Mechanism: "SCRAM-SHA-512", Username: "dsh", Password: "s3cret"}}
 
+	sampled := createDefaultConfig()
+	sampled.Sampling = sampling.Config{SessionRatio: 0.1, MaxHeldSpans: 20000,
+		KeepOver: sampling.Limits{Cost: 0.5, Tokens: 200000, Duration: 10 * time.Minute, Steps: 40}}
+
 	tests := []struct {
 		name    string
 		want    *Config
@@ -69,6 +74,9 @@ func TestLoadConfig(t *testing.T) {
 		{name: "incomplete_price", wantErr: []string{"prices[0] (acme/acme-1): input and output prices are required"}},
 		{name: "bad_price_date", unmarshalErr: "prices[0].from"},
 		{name: "changelog_secure", want: secure},
+		{name: "sampling", want: sampled},
+		{name: "sampling_bad", wantErr: []string{"sampling::session_ratio must be between 0 and 1, got 2",
+			"sampling::max_held_spans must be positive, got -1", "sampling::keep_over: cost, tokens, duration and steps must not be negative"}},
 		{name: "changelog_bad_auth", wantErr: []string{`changelog::auth::mechanism "GSSAPI"`, "changelog::auth::username must not be empty"}},
 	}
 	for _, tt := range tests {
@@ -109,6 +117,8 @@ func TestDefaultConfigMatchesDesign(t *testing.T) {
 	assert.Equal(t, 100, cfg.MaxAttributeValues)
 	assert.Equal(t, 5*time.Second, cfg.GapTimeout)
 	assert.Equal(t, 4096, cfg.ReorderWindow)
+	assert.Equal(t, 1.0, cfg.Sampling.SessionRatio, "sampling keeps everything by default")
+	assert.False(t, cfg.Sampling.On())
 	require.NoError(t, cfg.Validate())
 }
 

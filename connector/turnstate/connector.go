@@ -18,6 +18,7 @@ import (
 
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/journal"
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
+	"github.com/dshtrace/dshtrace/internal/sampling"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
@@ -69,6 +70,7 @@ type core struct {
 	// storage or changelog); set by the restore pass at start.
 	journal journal.Journal
 	out     *outputs  // the next consumers, and the turns they refused
+	sampler *sampler  // which closed turns go out (guarded by mu)
 	in      *decoder  // the record reader and the order of decoded batches
 	gauges  gauges    // the self-telemetry gauges' values
 	life    lifecycle // start and stop
@@ -84,7 +86,7 @@ type phase struct {
 // gauges are the gauges' values, kept current by the passes so that the
 // telemetry callback never takes a lock.
 type gauges struct {
-	open, sessions, lag, heldTurns atomic.Int64
+	open, sessions, lag, heldTurns, heldSpans atomic.Int64
 	// view is the changelog journal, once open, for the view gauges.
 	view atomic.Pointer[journal.Changelog]
 }
@@ -103,23 +105,24 @@ func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core
 	}
 	series := turnrender.NewMetrics(cfg.MaxAttributeValues)
 	series.SetByClient(cfg.TurnsByClient)
-	ec.Observer = series
-	e := turnengine.New(ec)
 	c := &core{
 		cfg:    cfg,
 		logger: set.Logger,
 		self:   set.ID,
 		clock:  clock,
-		engine: e,
 		series: series,
-		stats:  e.Stats(),
 		life:   lifecycle{stop: make(chan struct{}), done: make(chan struct{})},
 	}
+	c.sampler = newSampler(cfg.Sampling, &c.gauges.heldSpans)
+	ec.Observer = observers{series, c.sampler}
+	c.engine = turnengine.New(ec)
+	c.stats = c.engine.Stats()
 	tel, err := metadata.NewTelemetry(set.TelemetrySettings, metadata.Gauges{
 		TurnsOpen:    c.gauges.open.Load,
 		SessionsOpen: c.gauges.sessions.Load,
 		JournalLag:   c.gauges.lag.Load,
 		TurnsHeld:    c.gauges.heldTurns.Load,
+		HeldSpans:    c.gauges.heldSpans.Load,
 		View: func() (int64, int64, int64, bool) {
 			j := c.gauges.view.Load()
 			if j == nil {
@@ -133,6 +136,7 @@ func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core
 		return nil, err
 	}
 	c.tel = tel
+	c.sampler.tel = tel
 	c.in = newDecoder(cfg.MaxSessions, set.Logger, tel)
 	c.out = &outputs{logger: set.Logger, tel: tel, gauge: &c.gauges.heldTurns}
 	// The counters of what must stay zero exist from the start, so that an
@@ -140,6 +144,9 @@ func newCore(cfg *Config, set connector.Settings, clock func() time.Time) (*core
 	tel.TurnsLost.Add(context.Background(), 0)
 	tel.JournalDamaged.Add(context.Background(), 0)
 	tel.ChangelogLost.Add(context.Background(), 0)
+	if cfg.Sampling.On() {
+		tel.ZeroSampled(context.Background(), sampling.Reasons, sampling.Ratio)
+	}
 	return c, nil
 }
 
@@ -246,6 +253,7 @@ func (c *core) settleOrdered(ctx context.Context, p pass) (journal.Write, error)
 		turns = c.engine.Drain()
 	}
 	ops := c.journalOps(keep, turns)
+	out := c.sampler.filter(ctx, turns)
 	c.record(ctx)
 	// A core that never started has seen no data in a running collector
 	// (receivers start last), and its downstream may never have started:
@@ -259,14 +267,14 @@ func (c *core) settleOrdered(ctx context.Context, p pass) (journal.Write, error)
 	c.mu.Unlock()
 
 	if emit {
-		if err := c.out.emitTraces(ctx, traces, turns); err != nil {
+		if err := c.out.emitTraces(ctx, traces, out); err != nil {
 			// The pass's journal writes are kept back: the sessions it
 			// touched are left behind, so the first pass after the turns
 			// are accepted writes their state whole.
 			if c.journal != nil {
 				c.journal.KeepBack()
 			}
-			err = c.out.hold(traces, turns, err)
+			err = c.out.hold(traces, out, err)
 			if p.final {
 				c.out.shutdownHeld(ctx, c.journal != nil)
 			}

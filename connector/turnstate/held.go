@@ -13,7 +13,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
-	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
@@ -63,8 +62,8 @@ func (o *outputs) next() (consumer.Traces, consumer.Metrics) {
 // heldTraces are closed turns the traces consumer refused: they are
 // offered again, as they are, before anything else changes.
 type heldTraces struct {
-	next  consumer.Traces
-	turns []*turnengine.Turn
+	next consumer.Traces
+	out  sampled
 }
 
 // errHeld refuses a pass while the traces consumer refuses the turns held:
@@ -73,11 +72,11 @@ var errHeld = errors.New("turn_state: the traces consumer refuses closed turns; 
 
 // emitTraces hands closed turns to the traces consumer, if there is one.
 // Called under passMu, without mu. A refusal is counted and returned.
-func (o *outputs) emitTraces(ctx context.Context, next consumer.Traces, turns []*turnengine.Turn) error {
-	if next == nil || len(turns) == 0 {
+func (o *outputs) emitTraces(ctx context.Context, next consumer.Traces, out sampled) error {
+	if next == nil || len(out.turns) == 0 {
 		return nil
 	}
-	if err := next.ConsumeTraces(ctx, turnrender.Traces(metadata.ScopeName, turns)); err != nil {
+	if err := next.ConsumeTraces(ctx, turnrender.SampledTraces(metadata.ScopeName, out.turns, out.state)); err != nil {
 		o.tel.AddEmitFailure(ctx, metadata.SignalTraces)
 		return err
 	}
@@ -88,14 +87,14 @@ func (o *outputs) emitTraces(ctx context.Context, next consumer.Traces, turns []
 // them (err), and fails the pass; the caller keeps the pass's journal
 // writes back. The first refusal of an episode is logged once. Called
 // under passMu.
-func (o *outputs) hold(next consumer.Traces, turns []*turnengine.Turn, err error) error {
-	o.held = &heldTraces{next: next, turns: turns}
-	o.gauge.Store(int64(len(turns)))
+func (o *outputs) hold(next consumer.Traces, out sampled, err error) error {
+	o.held = &heldTraces{next: next, out: out}
+	o.gauge.Store(int64(len(out.turns)))
 	if o.heldSince.IsZero() {
 		o.heldSince = time.Now()
 		o.logger.Error("The traces consumer refuses closed turns: they are held and offered again, and batches are refused "+
 			"(their senders retry: HTTP 503, the file tailer waits, Kafka redelivers) until it accepts them; nothing is dropped",
-			zap.Int("turns", len(turns)), zap.Error(err))
+			zap.Int("turns", len(out.turns)), zap.Error(err))
 	}
 	return fmt.Errorf("%w: %v", errHeld, err)
 }
@@ -108,11 +107,11 @@ func (o *outputs) offerHeld(ctx context.Context) error {
 	if h == nil {
 		return nil
 	}
-	if err := o.emitTraces(ctx, h.next, h.turns); err != nil {
+	if err := o.emitTraces(ctx, h.next, h.out); err != nil {
 		return fmt.Errorf("%w: %v", errHeld, err)
 	}
 	o.logger.Info("The traces consumer accepts turns again; the held turns are delivered",
-		zap.Int("turns", len(h.turns)), zap.Duration("refused_for", time.Since(o.heldSince).Round(time.Millisecond)))
+		zap.Int("turns", len(h.out.turns)), zap.Duration("refused_for", time.Since(o.heldSince).Round(time.Millisecond)))
 	o.held, o.heldSince = nil, time.Time{}
 	o.gauge.Store(0)
 	return nil
@@ -128,12 +127,12 @@ func (o *outputs) shutdownHeld(ctx context.Context, journaled bool) {
 	}
 	if journaled {
 		o.logger.Warn("Stopping with closed turns the traces consumer refused: the journal keeps them open, and they close again after the restart",
-			zap.Int("turns", len(h.turns)))
+			zap.Int("turns", len(h.out.turns)))
 		return
 	}
-	o.tel.TurnsLost.Add(ctx, int64(len(h.turns)))
+	o.tel.TurnsLost.Add(ctx, int64(len(h.out.turns)))
 	o.logger.Error("Stopping with closed turns the traces consumer refused, and no journal: they are lost",
-		zap.Int("turns", len(h.turns)))
+		zap.Int("turns", len(h.out.turns)))
 }
 
 // emitMetrics hands a metrics snapshot to the metrics consumer. Called

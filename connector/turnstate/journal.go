@@ -158,7 +158,10 @@ func (s sessions) Holds(id string) bool {
 
 func (s sessions) Resume(r journal.Restored, now time.Time) int64 { return s.c.resume(r, now) }
 
-func (s sessions) Release(id string) (open, held bool) { return s.c.engine.Release(id) }
+func (s sessions) Release(id string) (open, held bool) {
+	s.c.sampler.forget(id)
+	return s.c.engine.Release(id)
+}
 
 func (s sessions) Forget(id string) { s.c.in.forget(id) }
 

@@ -462,14 +462,21 @@ func (e *Engine) find(t *Turn) {
 	if t.evidence == nil {
 		return
 	}
+	t.Findings = t.evidence.Close(e.cfg.Findings, t.Totals())
+	t.evidence = nil
+}
+
+// Totals are a closed turn's totals as the budgets measure them: steps,
+// tokens (input, output, cache reads and writes, reasoning), cost and
+// duration. The findings' budgets and the sampling's keep_over read them.
+func (t *Turn) Totals() findings.Totals {
 	u := t.Usage
-	t.Findings = t.evidence.Close(e.cfg.Findings, findings.Totals{
+	return findings.Totals{
 		Ended: !t.Dangling(), EndSeq: t.EndSeq, StartSeq: t.StartSeq, Steps: t.NumSteps(),
 		Tokens:   u.Input + u.Output + u.CacheRead + u.CacheWrite + u.Reasoning,
 		Cost:     t.Cost.Total(),
 		Duration: time.Duration(t.EndTime-t.StartTime) * time.Millisecond,
-	})
-	t.evidence = nil
+	}
 }
 
 // maxNames bounds the engine's table of names (interned below).

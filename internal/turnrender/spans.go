@@ -18,6 +18,13 @@ import (
 // instrumentation scope of the spans: the component (or command) that
 // emits them.
 func Traces(scope string, turns []*turnengine.Turn) ptrace.Traces {
+	return SampledTraces(scope, turns, nil)
+}
+
+// SampledTraces is Traces with each turn's spans carrying a W3C
+// tracestate: state[i] for turns[i] (none where it is empty, or state is
+// nil) — the sampling's threshold (internal/sampling).
+func SampledTraces(scope string, turns []*turnengine.Turn, state []string) ptrace.Traces {
 	td := ptrace.NewTraces()
 	// Each session's span slice is sized once for all its turns: grown
 	// turn by turn, it would be copied at every turn.
@@ -27,7 +34,7 @@ func Traces(scope string, turns []*turnengine.Turn) ptrace.Traces {
 		sizes[resource{t.SessionID, t.Agent}] += spansOf(t)
 	}
 	bySession := make(map[resource]ptrace.SpanSlice, len(sizes))
-	for _, t := range turns {
+	for i, t := range turns {
 		key := resource{t.SessionID, t.Agent}
 		spans, ok := bySession[key]
 		if !ok {
@@ -43,6 +50,7 @@ func Traces(scope string, turns []*turnengine.Turn) ptrace.Traces {
 			spans.EnsureCapacity(sizes[key])
 			bySession[key] = spans
 		}
+		from := spans.Len()
 		switch {
 		case t.Late != nil:
 			appendLateClose(spans, t)
@@ -51,9 +59,17 @@ func Traces(scope string, turns []*turnengine.Turn) ptrace.Traces {
 		default:
 			appendTurn(spans, t)
 		}
+		if i < len(state) && state[i] != "" {
+			for j := from; j < spans.Len(); j++ {
+				spans.At(j).TraceState().FromRaw(state[i])
+			}
+		}
 	}
 	return td
 }
+
+// SpanCount is the number of spans Traces renders for t.
+func SpanCount(t *turnengine.Turn) int { return spansOf(t) }
 
 // spansOf is the number of spans Traces renders for t: a late close is
 // one span, a live step fragment its steps' spans without the root.

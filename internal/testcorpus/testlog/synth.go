@@ -155,3 +155,49 @@ func SynthCalls(session string, calls []Call, end bool) string {
 	}
 	return b.String()
 }
+
+// Turn is one turn of SynthTurns: End is its turn/end's reason as JSON
+// (`{"kind":"error","error":{…}}`), empty to leave it open (the last turn
+// only); Loop makes every step the same tool call with the same result (a
+// tool_loop finding from three steps on). Otherwise each step calls a tool
+// with arguments of its own.
+type Turn struct {
+	End  string
+	Loop bool
+}
+
+// Completed is the reason of a turn that finished normally.
+const Completed = `{"kind":"completed"}`
+
+// SynthTurns writes a v4 session of the given turns, steps steps each,
+// one tool call per step.
+func SynthTurns(session string, steps int, turns []Turn) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"type":"session","version":4,"id":%q,"createdAt":1,"isSeeded":false,"delegationDepth":0}`+"\n", session)
+	seq, tm := 0, int64(1_800_000_000_000)
+	ev := func(typ, data string, extra string) {
+		fmt.Fprintf(&b, `{"type":%q,"seq":%d,"time":%d,"data":%s%s}`+"\n", typ, seq, tm, data, extra)
+		seq++
+		tm += 10
+	}
+	for i, turn := range turns {
+		tn := i + 1
+		ev("turn/start", fmt.Sprintf(`{"turn":%d}`, tn), "")
+		for st := 1; st <= steps; st++ {
+			ev("step/start", fmt.Sprintf(`{"turn":%d,"step":%d}`, tn, st), "")
+			call := fmt.Sprintf("c%d_%d", tn, st)
+			args, result := fmt.Sprintf(`{\"path\":\"f%d\"}`, st), fmt.Sprintf("line %d", st)
+			if turn.Loop {
+				args, result = `{\"path\":\"same\"}`, "same"
+			}
+			ev("assistant/message", fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"m%d","role":"assistant","content":[{"type":"tool-call","id":%q,"name":"read","arguments":"%s"}],"source":{"kind":"model","provider":"p","model":"m"}},"usage":{"inputTokens":10,"outputTokens":2},"stream":[]}`, tn, st, seq, call, args), `,"surfaceOp":"append"`)
+			ev("tool/call", fmt.Sprintf(`{"turn":%d,"step":%d,"callId":%q,"name":"read","arguments":"%s"}`, tn, st, call, args), "")
+			ev("tool/result", fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"r%d","role":"tool","toolCallId":%q,"content":[{"type":"text","text":%q}],"source":{"kind":"tool","callId":%q}}}`, tn, st, seq, call, result, call), fmt.Sprintf(`,"sourceEventSeqs":[%d],"surfaceOp":"append"`, seq-1))
+			ev("step/end", fmt.Sprintf(`{"turn":%d,"step":%d}`, tn, st), "")
+		}
+		if turn.End != "" {
+			ev("turn/end", fmt.Sprintf(`{"turn":%d,"reason":%s}`, tn, turn.End), "")
+		}
+	}
+	return b.String()
+}

@@ -3,6 +3,7 @@ package metadata
 import (
 	"context"
 	"errors"
+	"strconv"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/otel/attribute"
@@ -40,6 +41,9 @@ const (
 	MetricViewSessions     = "otelcol_connector_turn_state_changelog_view_sessions"
 	MetricViewBytes        = "otelcol_connector_turn_state_changelog_view_bytes"
 	MetricViewPartitions   = "otelcol_connector_turn_state_changelog_partitions_read"
+	MetricTurnsSampled     = "otelcol_connector_turn_state_turns_sampled"
+	MetricHeldDropped      = "otelcol_connector_turn_state_sampling_steps_dropped"
+	MetricHeldSpans        = "otelcol_connector_turn_state_sampling_held_spans"
 )
 
 // Values of events_dropped's reason attribute.
@@ -108,8 +112,11 @@ type Telemetry struct {
 	turnsDangling metric.Int64Counter
 	eventsDropped metric.Int64Counter
 	emitFailures  metric.Int64Counter
+	turnsSampled  metric.Int64Counter
+	heldDropped   metric.Int64Counter
 	byReason      map[string]metric.AddOption
 	bySignal      map[string]metric.AddOption
+	bySampling    map[[2]string]metric.AddOption
 
 	turnsOpen       metric.Int64ObservableGauge
 	sessionsOpen    metric.Int64ObservableGauge
@@ -118,6 +125,7 @@ type Telemetry struct {
 	viewSessions    metric.Int64ObservableGauge
 	viewBytes       metric.Int64ObservableGauge
 	viewPartitions  metric.Int64ObservableGauge
+	heldSpans       metric.Int64ObservableGauge
 	registration    metric.Registration
 	hasRegistration bool
 }
@@ -139,12 +147,16 @@ type Gauges struct {
 	// View is, with a changelog, what its view holds: sessions, bytes of
 	// values and partitions read (ok false: no changelog, no values).
 	View func() (sessions, bytes, partitions int64, ok bool)
+	// HeldSpans is the number of spans of live steps held back for the
+	// open turns of sessions the sampling does not keep.
+	HeldSpans func() int64
 }
 
 // NewTelemetry creates the instruments from the component's MeterProvider.
 func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error) {
 	m := set.MeterProvider.Meter(ScopeName)
-	t := &Telemetry{byReason: map[string]metric.AddOption{}, bySignal: map[string]metric.AddOption{}}
+	t := &Telemetry{byReason: map[string]metric.AddOption{}, bySignal: map[string]metric.AddOption{},
+		bySampling: map[[2]string]metric.AddOption{}}
 	for _, r := range []string{ReasonDuplicate, ReasonInvalid, ReasonNotSession, ReasonOrphan} {
 		t.byReason[r] = metric.WithAttributeSet(attribute.NewSet(attribute.String("reason", r)))
 	}
@@ -194,6 +206,10 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 		"Batches refused because the changelog could not be read to restore or check their sessions; the sender retries them.")
 	t.TurnsHandedOver = counter(MetricTurnsHandedOver, "{turn}",
 		"Open turns let go of, without a span, because another instance took their session over (it carries them on).")
+	t.turnsSampled = counter(MetricTurnsSampled, "{turn}",
+		"Closed turns the sampling kept (sampled true) or dropped (false), by reason: outcome, finding, keep_over, session, or ratio for a dropped one.")
+	t.heldDropped = counter(MetricHeldDropped, "{step}",
+		"Live steps of unsampled sessions' open turns let go of at sampling::max_held_spans; a turn kept later goes out without them.")
 	t.RestoreDuration, err = m.Float64Histogram(MetricRestoreDuration, metric.WithUnit("s"),
 		metric.WithDescription("Time a batch spent restoring the sessions it brought: the changelog read up to its end, and their replay."),
 		metric.WithExplicitBucketBoundaries(0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
@@ -219,6 +235,9 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 	t.viewPartitions, err = m.Int64ObservableGauge(MetricViewPartitions, metric.WithUnit("{partition}"),
 		metric.WithDescription("Changelog partitions this instance reads: those of the session-topic partitions it consumes."))
 	errs = errors.Join(errs, err)
+	t.heldSpans, err = m.Int64ObservableGauge(MetricHeldSpans, metric.WithUnit("{span}"),
+		metric.WithDescription("Spans of live steps held back for the open turns of sessions the sampling does not keep, until each turn's end decides (bounded by sampling::max_held_spans)."))
+	errs = errors.Join(errs, err)
 	if errs != nil {
 		return nil, errs
 	}
@@ -235,6 +254,9 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 		if g.TurnsHeld != nil {
 			o.ObserveInt64(t.turnsHeld, g.TurnsHeld())
 		}
+		if g.HeldSpans != nil {
+			o.ObserveInt64(t.heldSpans, g.HeldSpans())
+		}
 		if g.View != nil {
 			if sessions, bytes, parts, ok := g.View(); ok {
 				o.ObserveInt64(t.viewSessions, sessions)
@@ -243,7 +265,7 @@ func NewTelemetry(set component.TelemetrySettings, g Gauges) (*Telemetry, error)
 			}
 		}
 		return nil
-	}, t.turnsOpen, t.sessionsOpen, t.journalLag, t.turnsHeld, t.viewSessions, t.viewBytes, t.viewPartitions)
+	}, t.turnsOpen, t.sessionsOpen, t.journalLag, t.turnsHeld, t.viewSessions, t.viewBytes, t.viewPartitions, t.heldSpans)
 	if err != nil {
 		return nil, err
 	}
@@ -279,6 +301,37 @@ func (t *Telemetry) AddEmitFailure(ctx context.Context, signal string) {
 		opt = metric.WithAttributeSet(attribute.NewSet(attribute.String("signal", signal)))
 	}
 	t.emitFailures.Add(ctx, 1, opt)
+}
+
+// AddSampled counts one closed turn the sampling kept or dropped, for
+// reason (internal/sampling's Reasons).
+func (t *Telemetry) AddSampled(ctx context.Context, kept bool, reason string) {
+	key := [2]string{strconv.FormatBool(kept), reason}
+	opt, ok := t.bySampling[key]
+	if !ok {
+		opt = metric.WithAttributeSet(attribute.NewSet(attribute.Bool("sampled", kept), attribute.String("reason", reason)))
+		t.bySampling[key] = opt
+	}
+	t.turnsSampled.Add(ctx, 1, opt)
+}
+
+// ZeroSampled makes the sampling counters' series exist at zero: kept
+// for each reason, dropped for ratio.
+func (t *Telemetry) ZeroSampled(ctx context.Context, reasons []string, dropped string) {
+	for _, r := range reasons {
+		kept := r != dropped
+		opt := metric.WithAttributeSet(attribute.NewSet(attribute.Bool("sampled", kept), attribute.String("reason", r)))
+		t.bySampling[[2]string{strconv.FormatBool(kept), r}] = opt
+		t.turnsSampled.Add(ctx, 0, opt)
+	}
+	t.heldDropped.Add(ctx, 0)
+}
+
+// AddHeldDropped counts n live steps let go of at the held bound.
+func (t *Telemetry) AddHeldDropped(ctx context.Context, n int64) {
+	if n > 0 {
+		t.heldDropped.Add(ctx, n)
+	}
 }
 
 // Shutdown unregisters the gauge callbacks.

@@ -31,6 +31,7 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 		JournalLag:   func() int64 { return 1 },
 		TurnsHeld:    func() int64 { return 4 },
 		View:         func() (int64, int64, int64, bool) { return 5, 6, 7, true },
+		HeldSpans:    func() int64 { return 8 },
 	})
 	require.NoError(t, err)
 	ctx := context.Background()
@@ -55,6 +56,8 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 	tt.AddDangling(ctx, "timeout", 2)
 	tt.AddDropped(ctx, ReasonOrphan, 4)
 	tt.AddEmitFailure(ctx, SignalMetrics)
+	tt.AddSampled(ctx, false, "ratio")
+	tt.AddHeldDropped(ctx, 3)
 
 	var created []string
 	for _, name := range []string{
@@ -63,6 +66,7 @@ func TestTelemetryMatchesMetadataYAML(t *testing.T) {
 		MetricJournalLag, MetricJournalRestored, MetricRedelivered, MetricSessionsRestored, MetricRestoreFailures,
 		MetricTurnsHandedOver, MetricRestoreDuration, MetricTurnsHeld, MetricTurnsLost, MetricJournalDamaged, MetricViewSyncs,
 		MetricChangelogRecords, MetricChangelogBytes, MetricChangelogLost, MetricViewSessions, MetricViewBytes, MetricViewPartitions,
+		MetricTurnsSampled, MetricHeldDropped, MetricHeldSpans,
 	} {
 		m, err := tel.GetMetric(name)
 		require.NoError(t, err, name)
