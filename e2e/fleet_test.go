@@ -25,6 +25,8 @@ type liveGen struct {
 	seq  int
 	ms   int64
 	turn int
+	// ends are turn/end reasons (JSON) by turn number; the others complete.
+	ends map[int]string
 }
 
 func newLiveGen(id string, t0 time.Time) *liveGen { return &liveGen{id: id, ms: t0.UnixMilli()} }
@@ -71,7 +73,11 @@ func (g *liveGen) nextTurn() [][]byte {
 	add("assistant/message", fmt.Sprintf(`{"turn":%d,"step":2,"message":{"role":"assistant","content":[{"type":"text","text":"done %d"}],%s,"id":"a-%d-2"},"usage":{"inputTokens":30,"outputTokens":5,"cacheReadTokens":120}}`,
 		n, n, model, n), `,"surfaceOp":"append"`)
 	add("step/end", fmt.Sprintf(`{"turn":%d,"step":2}`, n), "")
-	add("turn/end", fmt.Sprintf(`{"turn":%d,"reason":{"kind":"completed"}}`, n), "")
+	reason := `{"kind":"completed"}`
+	if r, ok := g.ends[n]; ok {
+		reason = r
+	}
+	add("turn/end", fmt.Sprintf(`{"turn":%d,"reason":%s}`, n, reason), "")
 	return out
 }
 

@@ -22,6 +22,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/dshtrace/dshtrace/internal/sampling"
 	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
@@ -60,6 +61,18 @@ func TestKafkaScaleOut(t *testing.T) {
 	runScale(t, []string{"sigterm", "sigkill", "add"}, "")
 }
 
+// TestKafkaSampling is TestKafkaScaleOut with sampling on every instance
+// (session_ratio 0.3) and sessions whose turns go wrong now and then (an
+// error, an abort, a max-tokens stop): whichever instance decides a
+// session's turn — its first owner, the one its partition moved to at a
+// scale-down, a crash or a scale-up, rebuilding the steps the first one
+// held — the kept set in Jaeger is the one the hash and the outcomes give:
+// every kept turn once and whole, with its tracestate, no span of any
+// other.
+func TestKafkaSampling(t *testing.T) {
+	runScaleWith(t, scaleRun{actions: []string{"sigterm", "sigkill", "add"}, ratio: samplingRatio})
+}
+
 // TestBrokerRestart runs the same deployment and sessions with the broker
 // stopped mid-run, between two parts, for 10 s (30 s in make soak) while
 // the next part is posted, and started again with its data (kfake
@@ -85,6 +98,24 @@ func brokerOutage() time.Duration {
 // back two parts later), add, broker (the broker stops, and starts again
 // after the next part, without the topic lost if it is set).
 func runScale(t *testing.T, actions []string, lost string) {
+	runScaleWith(t, scaleRun{actions: actions, lost: lost, ratio: 1})
+}
+
+// scaleRun is what a scale run disrupts and how it samples.
+type scaleRun struct {
+	actions []string
+	lost    string  // a topic the broker comes back without
+	ratio   float64 // turn_state's sampling::session_ratio (1: off)
+}
+
+// sampledEnds are the turn/end reasons of a sampled scale run's sessions:
+// session i's turn 1 + i%5 goes wrong, one way in three, in every other
+// session; the other turns complete.
+var sampledEnds = []string{`{"kind":"error","error":{"message":"overloaded","code":"RATE_LIMIT"}}`,
+	`{"kind":"aborted","reason":{"kind":"user"}}`, `{"kind":"max-tokens"}`}
+
+func runScaleWith(t *testing.T, run scaleRun) {
+	actions, lost := run.actions, run.lost
 	kfakeBin := lookPath(t, "KFAKE", toolsHint)
 	seed := uint64(envInt(t, "DSH_SCALE_SEED", int(time.Now().UnixNano()%1000000)))
 	t.Logf("seed %d (DSH_SCALE_SEED=%d reproduces the moments)", seed, seed)
@@ -101,6 +132,9 @@ func runScale(t *testing.T, actions []string, lost string) {
 			with("--set=connectors::turn_state::metrics_flush_interval=1s",
 				"--set=receivers::kafka/sessions::session_timeout="+scaleSessionTimeout.String(),
 				"--set=receivers::kafka/sessions::heartbeat_interval=1s")}
+		if run.ratio < 1 {
+			nodes[i].c.with(fmt.Sprintf("--set=connectors::turn_state::sampling::session_ratio=%v", run.ratio))
+		}
 	}
 
 	kfakeArgs := []string{"-port=" + addrPort(broker),
@@ -162,6 +196,9 @@ func runScale(t *testing.T, actions []string, lost string) {
 	t0 := time.Now().Add(-time.Hour)
 	for i := range agents {
 		g := newLiveGen(fmt.Sprintf("scale-%02d", i), t0.Add(time.Duration(i)*time.Second))
+		if run.ratio < 1 && i%2 == 0 {
+			g.ends = map[int]string{1 + i%5: sampledEnds[i%3]}
+		}
 		a := &agent{id: g.id}
 		cur := [][]byte{g.header()}
 		for turn := 1; turn <= nTurns; turn++ {
@@ -303,10 +340,24 @@ func runScale(t *testing.T, actions []string, lost string) {
 	t.Logf("%d sessions, %d rows in %d posts (%d resent), %d turns; moments: %s", nSessions, rows, posts, resent, len(want.turns),
 		strings.Join(moments, "; "))
 
-	// Jaeger: every turn once, complete, as the engine built it.
+	// Jaeger: every turn once, complete, as the engine built it; with
+	// sampling every turn kept.
+	check := want.turns
+	var sampler *sampling.Sampler
+	var sampled samplingPlan
+	if run.ratio < 1 {
+		sampler = sampling.New(sampling.Config{SessionRatio: run.ratio, MaxHeldSpans: sampling.DefaultMaxHeldSpans})
+		sampled = planSampling(sampler, want.turns)
+		check = sampled.kept
+		t.Logf("sampling at %v: %d turns kept (%d for what went wrong, %d sessions kept by the hash), %d dropped",
+			run.ratio, len(sampled.kept), len(sampled.wentWrong), len(sampled.keptSessions), len(sampled.dropped))
+		if len(sampled.dropped) == 0 || len(sampled.wentWrong) == 0 {
+			fatalf(t, "the sampling plan proves nothing")
+		}
+	}
 	var missing, split, twice, differ int
 	var problems []string
-	for i, turn := range want.turns {
+	for i, turn := range check {
 		wantTD := traceOf(turn)
 		id := turnrender.TraceID(turn.SessionID, turn.Number)
 		var roots int
@@ -355,7 +406,11 @@ func runScale(t *testing.T, actions []string, lost string) {
 		}
 	}
 	t.Logf("Jaeger: %d turns checked: %d missing, %d split, %d incomplete or different, %d with spans stored twice",
-		len(want.turns), missing, split, differ, twice)
+		len(check), missing, split, differ, twice)
+	if sampler != nil {
+		checkTraceStates(t, ctx, j.query(), sampler, sampled)
+		checkDropped(t, ctx, j.query(), sampled)
+	}
 	report := func(format string, args ...any) { errorf(t, format, args...) }
 	if lost != "" && missing+split+twice == 0 && differ <= nSessions {
 		// The stated bound of a lost changelog topic: a turn open when the

@@ -111,10 +111,21 @@ func checkSampled(t *testing.T, ctx context.Context, query string, s *sampling.S
 	t.Helper()
 	res := checkTurns(ctx, query, p.kept, true)
 	report(t.Errorf, res.problems)
+	checkTraceStates(t, ctx, query, s, p)
+	checkDropped(t, ctx, query, p)
+	noPanic(t, procs)
+}
+
+// checkTraceStates checks the tracestate of every span of the kept turns:
+// a dropped session's turn, kept for what went wrong, at th:0; a kept
+// session's at the ratio's threshold and its randomness, except the root
+// of a turn that went wrong (th:0).
+func checkTraceStates(t *testing.T, ctx context.Context, query string, s *sampling.Sampler, p samplingPlan) {
+	t.Helper()
 	for _, turn := range p.kept {
 		td, err := jaegerTrace(ctx, query, turnrender.TraceID(turn.SessionID, turn.Number))
 		if err != nil {
-			continue // reported above
+			continue // reported by the turn's check
 		}
 		sessionState := s.TraceState(turn.SessionID)
 		if !s.SessionKept(turn.SessionID) {
@@ -130,6 +141,12 @@ func checkSampled(t *testing.T, ctx context.Context, query string, s *sampling.S
 			}
 		}
 	}
+}
+
+// checkDropped checks that Jaeger has no span of any dropped turn (call it
+// once the kept turns are in: they came in the same batches).
+func checkDropped(t *testing.T, ctx context.Context, query string, p samplingPlan) {
+	t.Helper()
 	for _, turn := range p.dropped {
 		id := turnrender.TraceID(turn.SessionID, turn.Number)
 		code, body, err := get(ctx, query+"/api/v3/traces/"+id.String())
@@ -137,7 +154,6 @@ func checkSampled(t *testing.T, ctx context.Context, query string, s *sampling.S
 			t.Errorf("%s turn %d (dropped): HTTP %d %v %.200s; want 404, no span", turn.SessionID, turn.Number, code, err, body)
 		}
 	}
-	noPanic(t, procs)
 }
 
 // TestSampling: session_ratio 0.3 on the suite's collector (live steps,
