@@ -12,6 +12,8 @@
 //     journal pass (settle) that batches, the sweep, shutdown and the
 //     restore go through, and the sweep and flush loop;
 //   - held.go: the next consumers, and the turns they refused;
+//   - sampling.go: which closed turns go out (internal/sampling's
+//     decision), and the live steps of dropped sessions held meanwhile;
 //   - journal.go: the core's side of the journal — which one it opens,
 //     how a session read back is resumed, what a pass writes;
 //   - internal/journal: the journal itself, one interface with two
