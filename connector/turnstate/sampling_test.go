@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/pmetrictest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
@@ -249,4 +251,52 @@ func TestSamplingConfigInvalid(t *testing.T) {
 	cfg = samplingConfig(0.5)
 	cfg.Sampling.MaxHeldSpans = 0
 	require.ErrorContains(t, cfg.Validate(), "sampling::max_held_spans")
+}
+
+// What holding a dropped session's live steps costs: 200 sessions, each
+// with an open turn of 20 finished steps, every session dropped (ratio 0):
+// the heap with their steps held, against the same connector once their
+// turn/ends let go of them, per held span. docs/operating.md sizes
+// max_held_spans with it.
+func TestSamplingHeldMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("long")
+	}
+	const sessions, steps = 200, 20
+	var open, ends []plog.Logs
+	for i := range sessions {
+		id := fmt.Sprintf("held-%03d", i)
+		ld := sessionRecords(t, id, steps, []testlog.Turn{{End: testlog.Completed}})
+		bs := batches(ld, ld.LogRecordCount()-1) // all but the turn/end, then it
+		require.Len(t, bs, 2)
+		open, ends = append(open, bs[0]), append(ends, bs[1])
+	}
+	heapNow := func() int64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	cfg := samplingConfig(0)
+	cfg.Sampling.MaxHeldSpans = 1 << 30
+	h := newHarness(t, cfg, consumertest.NewNop(), consumertest.NewNop())
+	h.start()
+	for _, b := range open {
+		h.feed(b)
+	}
+	held := h.selfGauge(metadata.MetricHeldSpans)
+	holding := heapNow()
+	for _, b := range ends {
+		h.feed(b)
+	}
+	require.Zero(t, h.selfGauge(metadata.MetricHeldSpans))
+	released := heapNow()
+	runtime.KeepAlive(h)
+	h.shutdown()
+	require.Equal(t, int64(sessions*steps*3), held, "every finished step held: step, chat and tool spans")
+	per := float64(holding-released) / float64(held)
+	t.Logf("%d held spans: heap %d bytes holding them, %d once the turns ended: %.0f bytes per held span",
+		held, holding, released, per)
+	require.Less(t, per, 2048.0, "bytes per held span")
 }
