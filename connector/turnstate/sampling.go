@@ -124,6 +124,11 @@ func (sp *sampler) hold(ctx context.Context, f *turnengine.Turn) {
 	if h := sp.held[f.SessionID]; h != nil && h.number != f.Number {
 		sp.drop(ctx, f.SessionID, h)
 	}
+	if n > sp.max {
+		// Larger than the bound alone: let go of, and nothing else.
+		sp.tel.AddHeldDropped(ctx, int64(f.NumSteps()))
+		return
+	}
 	for sp.spans+n > sp.max && sp.order.Len() > 0 {
 		oldest := sp.order.Front().Value.(string)
 		h := sp.held[oldest]
@@ -137,11 +142,6 @@ func (sp *sampler) hold(ctx context.Context, f *turnengine.Turn) {
 		if len(h.frags) == 0 {
 			sp.remove(oldest, h)
 		}
-	}
-	if n > sp.max {
-		sp.tel.AddHeldDropped(ctx, int64(f.NumSteps()))
-		sp.publish()
-		return
 	}
 	h := sp.held[f.SessionID]
 	if h == nil {

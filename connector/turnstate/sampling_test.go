@@ -2,10 +2,12 @@ package turnstate
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/pmetrictest"
@@ -183,6 +185,27 @@ func TestSamplingHeldBound(t *testing.T) {
 	assert.Equal(t, int64(2), h.selfSum(metadata.MetricHeldDropped), "two steps let go of")
 }
 
+// A step larger than the bound alone is let go of without touching what
+// other sessions hold.
+func TestSamplingHeldBoundOversizedStep(t *testing.T) {
+	cfg := samplingConfig(0)
+	cfg.Sampling.MaxHeldSpans = 4
+	h := newHarness(t, cfg, nil, nil)
+	h.start()
+	small := sessionRecords(t, "small", 1, []testlog.Turn{{}}) // one step of three spans, turn open
+	h.feed(small)
+	require.Equal(t, int64(3), h.selfGauge(metadata.MetricHeldSpans))
+	// A turn whose one step has five tool calls: seven spans.
+	calls := make([]testlog.Call, 5)
+	for i := range calls {
+		calls[i] = testlog.Call{Tool: "read", Args: fmt.Sprintf(`{"n":%d}`, i), Result: "ok"}
+	}
+	h.feed(oneStepManyCalls(t, "big", calls))
+	assert.Equal(t, int64(3), h.selfGauge(metadata.MetricHeldSpans), "the small session's step is still held")
+	assert.Equal(t, int64(1), h.selfSum(metadata.MetricHeldDropped), "the oversized step let go of")
+	h.shutdown()
+}
+
 // A dropped session's held steps survive a crash after any batch: the
 // journal holds the open turn, the restore rebuilds the steps it held, and
 // the turn that then goes wrong goes out whole.
@@ -299,4 +322,41 @@ func TestSamplingHeldMemory(t *testing.T) {
 	t.Logf("%d held spans: heap %d bytes holding them, %d once the turns ended: %.0f bytes per held span",
 		held, holding, released, per)
 	require.Less(t, per, 2048.0, "bytes per held span")
+}
+
+// oneStepManyCalls is a session whose open turn has one finished step
+// calling every tool of calls at once, read as the receiver does.
+func oneStepManyCalls(t *testing.T, session string, calls []testlog.Call) plog.Logs {
+	var b strings.Builder
+	fmt.Fprintf(&b, `{"type":"session","version":4,"id":%q,"createdAt":1,"isSeeded":false,"delegationDepth":0}`+"\n", session)
+	seq := 0
+	ev := func(typ, data, extra string) {
+		fmt.Fprintf(&b, `{"type":%q,"seq":%d,"time":%d,"data":%s%s}`+"\n", typ, seq, 1_800_000_000_000+int64(seq)*10, data, extra)
+		seq++
+	}
+	ev("turn/start", `{"turn":1}`, "")
+	ev("step/start", `{"turn":1,"step":1}`, "")
+	var content []string
+	for i, c := range calls {
+		args, _ := json.Marshal(c.Args)
+		content = append(content, fmt.Sprintf(`{"type":"tool-call","id":"call_%d","name":%q,"arguments":%s}`, i, c.Tool, args))
+	}
+	ev("assistant/message", `{"turn":1,"step":1,"message":{"id":"m1","role":"assistant","content":[`+strings.Join(content, ",")+
+		`],"source":{"kind":"model","provider":"p","model":"m"}},"usage":{"inputTokens":10,"outputTokens":2},"stream":[]}`, `,"surfaceOp":"append"`)
+	callSeq := map[int]int{}
+	for i, c := range calls {
+		args, _ := json.Marshal(c.Args)
+		callSeq[i] = seq
+		ev("tool/call", fmt.Sprintf(`{"turn":1,"step":1,"callId":"call_%d","name":%q,"arguments":%s}`, i, c.Tool, args), "")
+	}
+	for i, c := range calls {
+		text, _ := json.Marshal(c.Result)
+		ev("tool/result", fmt.Sprintf(`{"turn":1,"step":1,"message":{"id":"r%d","role":"tool","toolCallId":"call_%d","content":[{"type":"text","text":%s}],"source":{"kind":"tool","callId":"call_%d"}}}`,
+			i, i, text, i), fmt.Sprintf(`,"sourceEventSeqs":[%d],"surfaceOp":"append"`, callSeq[i]))
+	}
+	ev("step/end", `{"turn":1,"step":1}`, "")
+	p := filepath.Join(t.TempDir(), session+".jsonl")
+	require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o644))
+	ld, _ := buildRecords(t, p, session)
+	return ld
 }
