@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,8 +88,8 @@ func samplingCmd(ctx context.Context, args []string) error {
 	rs := fmt.Sprint(*ratio)
 	fmt.Printf("# expected at ratio %s (the corpus replayed through the turn engine, %.1fs): sessions kept %d of %d; turns kept %d of %d %v; spans %d of %d\n",
 		rs, time.Since(start).Seconds(), exp.sessionsKept, exp.sessions, exp.turnsKept, exp.turns, exp.reasonString(), exp.kept, exp.all)
-	fmt.Printf("# live step spans held back for the open turns of the %d sessions not kept: at most %d at once\n",
-		exp.sessions-exp.sessionsKept, exp.heldBound)
+	fmt.Printf("# live step spans held back for the open turns of the %d sessions not kept: at most %d at once, %.0f KiB of heap\n",
+		exp.sessions-exp.sessionsKept, exp.heldBound, float64(exp.heldHeap)/1024)
 
 	if _, _, err := readAll(files); err != nil { // warm the page cache
 		return err
@@ -176,6 +177,9 @@ type expected struct {
 	// once: each session not kept holds one open turn's at most, so the
 	// sum over those sessions of their largest turn's fragments.
 	heldBound int64
+	// heldHeap is the heap those fragments take, measured here (the open
+	// turns they point to left out: the engine holds those anyway).
+	heldHeap int64
 }
 
 func (e *expected) reasonString() string {
@@ -203,7 +207,8 @@ func expectSampled(files []string, s *sampling.Sampler) (*expected, error) {
 		number  int64
 	}
 	sessions := map[string]bool{}
-	largest := map[string]int64{} // a session's largest turn's fragment spans
+	largest := map[string]int64{}                   // a session's largest turn's fragment spans
+	largestFrags := map[string][]*turnengine.Turn{} // and the fragments themselves
 	for _, name := range files {
 		f, err := os.Open(name)
 		if err != nil {
@@ -216,6 +221,7 @@ func expectSampled(files []string, s *sampling.Sampler) (*expected, error) {
 			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		frags := map[turnKey]int64{}
+		fragTurns := map[turnKey][]*turnengine.Turn{}
 		for _, t := range eng.Drain() {
 			n := int64(turnrender.SpanCount(t))
 			e.all += n
@@ -224,6 +230,7 @@ func expectSampled(files []string, s *sampling.Sampler) (*expected, error) {
 			switch {
 			case t.Fragment:
 				frags[k] += n
+				fragTurns[k] = append(fragTurns[k], t)
 				continue
 			case t.Late != nil:
 				e.kept += n // a late close is always kept
@@ -232,7 +239,10 @@ func expectSampled(files []string, s *sampling.Sampler) (*expected, error) {
 				e.open++
 			}
 			e.turns++
-			largest[t.SessionID] = max(largest[t.SessionID], frags[k])
+			if frags[k] > largest[t.SessionID] {
+				largest[t.SessionID] = frags[k]
+				largestFrags[t.SessionID] = fragTurns[k]
+			}
 			d := s.Decide(t)
 			e.reasons[d.Reason]++
 			if d.Keep {
@@ -240,6 +250,7 @@ func expectSampled(files []string, s *sampling.Sampler) (*expected, error) {
 				e.kept += n + frags[k]
 			}
 			delete(frags, k)
+			delete(fragTurns, k)
 		}
 		if len(frags) > 0 {
 			return nil, fmt.Errorf("%s: live steps of %d turns that never closed", name, len(frags))
@@ -251,12 +262,33 @@ func expectSampled(files []string, s *sampling.Sampler) (*expected, error) {
 			e.sessionsKept++
 		}
 	}
+	var held [][]*turnengine.Turn
 	for session, n := range largest {
 		if !sessions[session] {
 			e.heldBound += n
+			held = append(held, largestFrags[session])
 		}
 	}
+	clear(largestFrags)
+	e.heldHeap = heapOf(held)
 	return e, nil
+}
+
+// heapOf measures the heap that the fragments alone take: the live heap
+// with them, less the live heap once they are let go of.
+func heapOf(held [][]*turnengine.Turn) int64 {
+	for _, fs := range held {
+		for _, f := range fs {
+			f.Of = nil // the open turn: not the held steps' cost
+		}
+	}
+	var with, without runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&with)
+	runtime.KeepAlive(held) // and no longer
+	runtime.GC()
+	runtime.ReadMemStats(&without)
+	return int64(with.HeapAlloc) - int64(without.HeapAlloc)
 }
 
 // samplingConfig is compare's otelcol-dsh-bench pipeline (no processor)
