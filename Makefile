@@ -98,6 +98,12 @@ bench: bench-dists
 bench-quick: bench-dists
 	GO=$(GO) ./bench/vsfilelog.sh quick
 
+# turn_state's sampling at session_ratio RATIO (default 0.1) against 1 on the
+# bench-quick corpus: spans exported, CPU per event, peak RSS (bench/sampling.sh).
+.PHONY: bench-sampling
+bench-sampling: bench-dists
+	GO=$(GO) ./bench/sampling.sh
+
 bench-vsfilelog: bench-dists
 	GO=$(GO) ./bench/vsfilelog.sh full
 

@@ -9,6 +9,8 @@
 //	         `throughput ratio dshtrace/filelog: X.XX`.
 //	scale    otelcol-dsh-bench alone on each corpus given: peak RSS once
 //	         everything is counted (memory over session length, over open turns).
+//	sampling otelcol-dsh-bench with turn_state's sampling at session_ratio 1
+//	         and at -ratio: spans exported, CPU per event and peak RSS of each.
 //
 // Each collector run is a fresh process (its own process group) reading the
 // files from the beginning, with no checkpoint storage, its self-telemetry
@@ -51,6 +53,8 @@ func main() {
 		err = compareCmd(ctx, os.Args[2:])
 	case "scale":
 		err = scaleCmd(ctx, os.Args[2:])
+	case "sampling":
+		err = samplingCmd(ctx, os.Args[2:])
 	default:
 		usage()
 	}
@@ -61,7 +65,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: harness compare -dsh BIN -filelog BIN -corpus DIR [-runs N]\n       harness scale -dsh BIN [-label L] CORPUS...")
+	fmt.Fprintln(os.Stderr, "usage: harness compare -dsh BIN -filelog BIN -corpus DIR [-runs N]\n       harness scale -dsh BIN [-label L] CORPUS...\n       harness sampling -dsh BIN -corpus DIR [-runs N] [-ratio R]")
 	os.Exit(2)
 }
 
@@ -124,7 +128,8 @@ type result struct {
 }
 
 // status mirrors bench/countexporter.Status (the harness imports no
-// collector code).
+// collector component; sampling replays the corpus with the turn engine,
+// its renderer's span count and the sampler, which need pdata only).
 type status struct {
 	PID           int   `json:"pid"`
 	LogRecords    int64 `json:"log_records"`
