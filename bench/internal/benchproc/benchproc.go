@@ -9,6 +9,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -97,7 +98,8 @@ func FreePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// WaitFor calls fn every 100 ms until it returns nil, for at most d.
+// WaitFor calls fn every 100 ms until it returns nil, for at most d; an
+// error made by Stop ends the wait at once.
 func WaitFor(d time.Duration, what string, fn func() error) error {
 	deadline := time.Now().Add(d)
 	for {
@@ -105,12 +107,21 @@ func WaitFor(d time.Duration, what string, fn func() error) error {
 		if err == nil {
 			return nil
 		}
+		var s stopError
+		if errors.As(err, &s) {
+			return fmt.Errorf("%s: %w", what, s.error)
+		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%s: not within %s: %w", what, d, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// Stop wraps an error that ends a WaitFor at once.
+func Stop(err error) error { return stopError{err} }
+
+type stopError struct{ error }
 
 // HTTPOK is nil when a GET of url answers 200.
 func HTTPOK(url string) error {
