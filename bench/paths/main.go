@@ -102,9 +102,10 @@ type manifest struct {
 // result is one run of one path.
 type result struct {
 	path string
-	wall time.Duration // start of the load → last item counted
-	cpu  time.Duration // every process of the path, from settled to the end
-	rss  []int64       // peak, KiB, per process
+	wall time.Duration   // start of the load → last item counted
+	cpu  time.Duration   // every process of the path, from settled to the end
+	cpus []time.Duration // each process's part
+	rss  []int64         // peak, KiB, per process
 }
 
 func (r result) cpuPerEvent(m manifest) float64 {
@@ -151,8 +152,8 @@ func run(o options) error {
 				return fmt.Errorf("round %d, %s: %w", round, p, err)
 			}
 			runs[p] = append(runs[p], r)
-			fmt.Printf("# round %d %-5s %8.0f events/s  %6.2f CPU µs/event  %6.2f CPU s  peak RSS %s MiB  load %s\n",
-				round, p, float64(m.Events)/r.wall.Seconds(), r.cpuPerEvent(m), r.cpu.Seconds(), rssList(r.rss), benchproc.LoadAvg())
+			fmt.Printf("# round %d %-5s %8.0f events/s  %6.2f CPU µs/event (%s)  peak RSS %s MiB  load %s\n",
+				round, p, float64(m.Events)/r.wall.Seconds(), r.cpuPerEvent(m), cpuList(r.cpus, m), rssList(r.rss), benchproc.LoadAvg())
 		}
 	}
 	fmt.Println()
@@ -165,7 +166,9 @@ func run(o options) error {
 		rss := median(rs, result.rssMiB)
 		note := ""
 		if p == "kafka" {
-			note = "  ingest + turn-state"
+			ing := median(rs, func(r result) float64 { return float64(r.cpus[0].Nanoseconds()) / 1e3 / float64(m.Events) })
+			ts := median(rs, func(r result) float64 { return float64(r.cpus[1].Nanoseconds()) / 1e3 / float64(m.Events) })
+			note = fmt.Sprintf("  ingest + turn-state: CPU µs/event %.2f + %.2f", ing, ts)
 		}
 		fmt.Printf("%-6s %10.0f %13.2f %13.1f%s\n", p, eps, cpu, rss, note)
 		med[p] = cpu
@@ -192,6 +195,14 @@ func median(rs []result, f func(result) float64) float64 {
 		return v[len(v)/2]
 	}
 	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+func cpuList(c []time.Duration, m manifest) string {
+	var s []string
+	for _, v := range c {
+		s = append(s, fmt.Sprintf("%.2f", float64(v.Nanoseconds())/1e3/float64(m.Events)))
+	}
+	return strings.Join(s, "+")
 }
 
 func rssList(k []int64) string {
@@ -255,7 +266,9 @@ func (b *bench) measure(collectors []*benchproc.Proc, load func() error, status 
 	}
 	r.wall = time.Unix(0, last).Sub(start)
 	for i, p := range collectors {
-		r.cpu += benchproc.CPUTime(p.PID()) - cpu0[i]
+		c := benchproc.CPUTime(p.PID()) - cpu0[i]
+		r.cpu += c
+		r.cpus = append(r.cpus, c)
 		r.rss = append(r.rss, benchproc.StatusKB(p.PID(), "VmHWM"))
 	}
 	return r, nil
