@@ -48,7 +48,7 @@ func parseBody(body io.Reader, o parseOptions) (*parsedBody, *reqError) {
 			msg: fmt.Sprintf("empty request body (%d bytes, no row): post the session's NDJSON rows", counted.n)}
 	}
 	for _, s := range pb.sessions {
-		if rerr := s.finish(); rerr != nil {
+		if rerr := s.finish(o.maxLine, pb.arena); rerr != nil {
 			return pb, rerr
 		}
 	}
@@ -97,6 +97,20 @@ func (p *parser) addRow(b []byte, line int) *reqError {
 	row, err := s.dec.Decode(b, line)
 	if err != nil {
 		return versionError(err, line)
+	}
+	if p.o.endpoint == endpointSession && !p.o.full {
+		// A request that begins past seq 0 is judged row by row
+		// (finish): its later rows need no more than a shallow decode.
+		if !s.begun {
+			s.begun = true
+			if (row.Kind == sessionlog.RowEvent || row.Kind == sessionlog.RowPacked) && row.FirstSeq() > 0 {
+				s.shallow = true
+				s.dec.SetShallow(true)
+			}
+		}
+		if s.shallow {
+			s.lines = append(s.lines, rawLine{b: b, line: line})
+		}
 	}
 	if rerr := p.check(row, line); rerr != nil {
 		return rerr
@@ -151,7 +165,8 @@ func (p *parser) session(id string) *parsedSession {
 	s.dec.SetArena(p.pb.arena)
 	if p.o.version != nil {
 		if v := p.o.version(id); v != dedup.UnknownVersion {
-			s.dec.SetFormat(sessionlog.Format{Version: v, Known: true})
+			s.start = sessionlog.Format{Version: v, Known: true}
+			s.dec.SetFormat(s.start)
 		}
 	}
 	p.pb.byID[id] = s

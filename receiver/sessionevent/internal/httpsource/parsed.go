@@ -38,6 +38,8 @@ type parseOptions struct {
 	// ticket, when set, takes the decompressed bytes read from the
 	// admission control (admission.go).
 	ticket *ticket
+	// full decodes every row in full, never shallowly (tests compare).
+	full bool
 }
 
 // parsedSession is the part of a request that belongs to one session.
@@ -50,6 +52,22 @@ type parsedSession struct {
 	rows []*sessionlog.Row
 	// dups counts rows the request repeats byte for byte.
 	dups int
+	// start is the format the session's decoder began the request with.
+	start sessionlog.Format
+	// shallow: after the session's first row, which begins past seq 0, the
+	// rows are decoded shallowly (sessionlog SetShallow) — what a request
+	// judged row by row reads, as the connector decodes every row whole
+	// again. lines keeps every line given to the decoder, in order, so that
+	// a request found to hold seq 0 after all is decoded again in full
+	// (redecode) before it is judged against every invariant.
+	shallow, begun bool
+	lines          []rawLine
+}
+
+// rawLine is one line of a request body (a copy of its own) and its number.
+type rawLine struct {
+	b    []byte
+	line int
 }
 
 // parsedBody is a decoded, judged request body.
