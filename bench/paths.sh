@@ -19,7 +19,9 @@
 # RUNS=3 rounds, PATHS=files,http,kafka; PROFILE a directory: every
 # collector process saves a CPU profile there (<path>-<process>-<round>.prof)
 # and the script ends with the top of each path's (go tool pprof -top).
-# DSH_BENCH a prebuilt otelcol-dsh-bench (else bench/build.sh builds it).
+# DSH_BENCH a prebuilt otelcol-dsh-bench (else bench/build.sh builds it);
+# DEPLOY where kafka-ingest.yaml and kafka-turn-state.yaml are (default
+# deploy/collector): both let a run measure another checkout's build.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 : "${SESSIONS:=384}" "${TURNS:=10}" "${STEPS:=3}" "${TOOLS:=2}" "${CHUNKS:=20}" "${FORMAT:=mix}" "${SEED:=1}"
@@ -48,7 +50,7 @@ if [[ -n ${PROFILE:-} ]]; then
 	prof=(-profile "$PROFILE")
 fi
 "$tmp/paths" -dsh "$tmp/otelcol-dsh-bench" -kfake "$KFAKE" -corpus "$corpus" -rows "$ROWS" -workers "$WORKERS" \
-	-partitions "$PARTITIONS" -latency "$LATENCY" -runs "$RUNS" -paths "$PATHS" ${prof[@]+"${prof[@]}"}
+	-partitions "$PARTITIONS" -latency "$LATENCY" -runs "$RUNS" -paths "$PATHS" -deploy "${DEPLOY:-deploy/collector}" ${prof[@]+"${prof[@]}"}
 if [[ -n ${PROFILE:-} ]]; then
 	for f in "$PROFILE"/*-1.prof; do
 		[[ -e $f ]] || continue
