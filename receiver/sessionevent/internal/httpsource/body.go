@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/dshtrace/dshtrace/internal/clientid"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/httpsource/dedup"
@@ -37,7 +38,11 @@ func parseBody(body io.Reader, o parseOptions) (*parsedBody, *reqError) {
 		p.probe = sessionlog.NewRowDecoder(o.maxLine, 0)
 		p.probe.SetArena(pb.arena)
 	}
-	nonBlank, rerr := p.readRows(bufio.NewReaderSize(counted, 64<<10))
+	br := lineReaders.Get().(*bufio.Reader)
+	br.Reset(counted)
+	nonBlank, rerr := p.readRows(br)
+	br.Reset(nil) // no hold on the body; every line read is a copy of its own (readLine)
+	lineReaders.Put(br)
 	if rerr != nil {
 		return pb, rerr
 	}
@@ -54,6 +59,10 @@ func parseBody(body io.Reader, o parseOptions) (*parsedBody, *reqError) {
 	}
 	return pb, nil
 }
+
+// lineReaders recycle the 64 KiB buffers request bodies are cut into lines
+// with: one per request would be allocated and cleared for every post.
+var lineReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
 
 // parser reads one request body into pb.
 type parser struct {
@@ -107,9 +116,6 @@ func (p *parser) addRow(b []byte, line int) *reqError {
 				s.shallow = true
 				s.dec.SetShallow(true)
 			}
-		}
-		if s.shallow {
-			s.lines = append(s.lines, rawLine{b: b, line: line})
 		}
 	}
 	if rerr := p.check(row, line); rerr != nil {
@@ -210,7 +216,7 @@ func (p *parser) place(s *parsedSession, row *sessionlog.Row, line int) *reqErro
 			return rowError(sessionlog.Violation{Line: line, Seq: -1, Code: sessionlog.CodeHeaderMisplaced,
 				Message: fmt.Sprintf("a second header for session %q (the first is line %d)", s.id, s.header.Line)})
 		}
-		s.header = row
+		s.header, s.headerAt = row, len(s.rows)
 	case sessionlog.RowEvent, sessionlog.RowPacked:
 		s.rows = append(s.rows, row)
 	default:

@@ -83,28 +83,43 @@ func (s *parsedSession) finish(maxLine int, arena *sessionlog.Arena) *reqError {
 	return judge(v.Finish(f))
 }
 
-// redecode decodes the session's lines again, in full, from the format its
-// decoder began with. The rows' kinds and problems are those the shallow
-// decode found (sessionlog SetShallow), so what was checked of them holds.
+// redecode decodes the session's rows again, in full and in the order they
+// came, from the format its decoder began with. The rows' kinds and
+// problems are those the shallow decode found (sessionlog SetShallow), so
+// what was checked of them holds; lines that carried no session content
+// (RowOther) are no evidence of a format and are not read again.
 func (s *parsedSession) redecode(maxLine int, arena *sessionlog.Arena) *reqError {
 	dec := sessionlog.NewRowDecoder(maxLine, 0)
 	dec.SetArena(arena)
 	if s.start.Known {
 		dec.SetFormat(s.start)
 	}
-	s.header, s.rows = nil, s.rows[:0]
-	for _, l := range s.lines {
-		row, err := dec.Decode(l.b, l.line)
+	again := func(r *sessionlog.Row) (*sessionlog.Row, *reqError) {
+		row, err := dec.Decode(r.Bytes, r.Line)
 		if err != nil {
-			return versionError(err, l.line)
+			return nil, versionError(err, r.Line)
 		}
-		switch row.Kind {
-		case sessionlog.RowHeader:
-			s.header = row
-		case sessionlog.RowEvent, sessionlog.RowPacked:
-			s.rows = append(s.rows, row)
+		return row, nil
+	}
+	header := s.header
+	for i, r := range s.rows {
+		if header != nil && i == s.headerAt {
+			var rerr *reqError
+			if s.header, rerr = again(header); rerr != nil {
+				return rerr
+			}
+		}
+		var rerr *reqError
+		if s.rows[i], rerr = again(r); rerr != nil {
+			return rerr
 		}
 	}
-	s.dec, s.shallow = dec, false
+	if header != nil && s.headerAt == len(s.rows) {
+		var rerr *reqError
+		if s.header, rerr = again(header); rerr != nil {
+			return rerr
+		}
+	}
+	s.dec, s.shallow, s.redecoded = dec, false, true
 	return nil
 }

@@ -57,17 +57,14 @@ type parsedSession struct {
 	// shallow: after the session's first row, which begins past seq 0, the
 	// rows are decoded shallowly (sessionlog SetShallow) — what a request
 	// judged row by row reads, as the connector decodes every row whole
-	// again. lines keeps every line given to the decoder, in order, so that
-	// a request found to hold seq 0 after all is decoded again in full
-	// (redecode) before it is judged against every invariant.
+	// again. A request found to hold seq 0 after all is decoded again in
+	// full (redecode) before it is judged against every invariant: its
+	// rows, until finish sorts them, are in the order they came, the
+	// header's place among them headerAt.
 	shallow, begun bool
-	lines          []rawLine
-}
-
-// rawLine is one line of a request body (a copy of its own) and its number.
-type rawLine struct {
-	b    []byte
-	line int
+	headerAt       int
+	// redecoded: the rows were decoded shallowly, then again in full.
+	redecoded bool
 }
 
 // parsedBody is a decoded, judged request body.
