@@ -369,5 +369,5 @@ func profileArgs(o options, name string, n int, journal bool) []string {
 	}
 	file := filepath.Join(o.profile, fmt.Sprintf("%s-of-%d-journal-%v.prof", name, n, journal))
 	return []string{"--set=extensions::pprof::endpoint=127.0.0.1:0", "--set=extensions::pprof::save_to_file=" + file,
-		"--set=service::extensions=[health_check,file_storage,pprof]"}
+		"--set=service::extensions=[health_check,file_storage,dsh_encoding,pprof]"} // the shipped list and pprof
 }
