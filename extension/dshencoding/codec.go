@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
+	"unsafe"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -31,7 +33,8 @@ var errUnsupported = errors.New("not carried compactly")
 // compact form does not carry (a value other than a string, int, bool or
 // double, a body other than a string, dropped attribute counts).
 func marshal(ld plog.Logs) ([]byte, error) {
-	e := encoder{strs: map[string]uint64{}}
+	e := encoders.Get().(*encoder)
+	defer e.reset()
 	if err := e.logs(ld); err != nil {
 		if errors.Is(err, errUnsupported) {
 			return (&plog.ProtoMarshaler{}).MarshalLogs(ld)
@@ -41,12 +44,36 @@ func marshal(ld plog.Logs) ([]byte, error) {
 	return e.b, nil
 }
 
+// encoders are reused: their string index and key list outlive a message,
+// the bytes written do not.
+var encoders = sync.Pool{New: func() any { return &encoder{strs: map[string]uint64{}} }}
+
 // encoder writes the compact form. Strings other than bodies are written
 // once per message: their first use carries them, later ones their index.
 type encoder struct {
 	b    []byte
 	strs map[string]uint64
+	// same holds the strings written so far by where their bytes are: a
+	// record's keys and most of its values are the very strings of the
+	// record before (constants, the session's id), found here without
+	// hashing them.
+	same []indexed
 	keys []string // of the map being written
+}
+
+type indexed struct {
+	p *byte
+	n int
+	i uint64
+}
+
+func (e *encoder) reset() {
+	e.b = nil
+	clear(e.strs)
+	clear(e.same[:cap(e.same)]) // no hold on the message's strings
+	clear(e.keys[:cap(e.keys)])
+	e.same, e.keys = e.same[:0], e.keys[:0]
+	encoders.Put(e)
 }
 
 func (e *encoder) uvarint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
@@ -54,14 +81,29 @@ func (e *encoder) uvarint(v uint64) { e.b = binary.AppendUvarint(e.b, v) }
 // str writes s by reference: 0 then the string, for its first use (it is
 // given the next index), or 1 + its index.
 func (e *encoder) str(s string) {
-	if i, ok := e.strs[s]; ok {
-		e.uvarint(i + 1)
-		return
+	p := unsafe.StringData(s)
+	for _, c := range e.same {
+		if c.p == p && c.n == len(s) {
+			e.uvarint(c.i + 1)
+			return
+		}
 	}
-	e.strs[s] = uint64(len(e.strs))
-	e.uvarint(0)
-	e.raw(s)
+	i, ok := e.strs[s]
+	if !ok {
+		i = uint64(len(e.strs))
+		e.strs[s] = i
+		e.uvarint(0)
+		e.raw(s)
+	} else {
+		e.uvarint(i + 1)
+	}
+	if len(e.same) < maxSame {
+		e.same = append(e.same, indexed{p: p, n: len(s), i: i})
+	}
 }
+
+// maxSame bounds the strings looked up by where their bytes are.
+const maxSame = 32
 
 func (e *encoder) raw(s string) {
 	e.uvarint(uint64(len(s)))
@@ -69,7 +111,7 @@ func (e *encoder) raw(s string) {
 }
 
 func (e *encoder) logs(ld plog.Logs) error {
-	e.b = append(make([]byte, 0, 4096), magic...)
+	e.b = append(make([]byte, 0, sizeHint(ld)), magic...)
 	rls := ld.ResourceLogs()
 	e.uvarint(uint64(rls.Len()))
 	for i := range rls.Len() {
@@ -166,6 +208,26 @@ func (e *encoder) attrs(m pcommon.Map) error {
 		}
 	}
 	return nil
+}
+
+// sizeHint is about what the compact form of ld takes: its bodies and a
+// record's other fields once their strings are indexed.
+func sizeHint(ld plog.Logs) int {
+	n := 256
+	rls := ld.ResourceLogs()
+	for i := range rls.Len() {
+		sls := rls.At(i).ScopeLogs()
+		for j := range sls.Len() {
+			lrs := sls.At(j).LogRecords()
+			for k := range lrs.Len() {
+				n += 96
+				if body := lrs.At(k).Body(); body.Type() == pcommon.ValueTypeStr {
+					n += len(body.Str())
+				}
+			}
+		}
+	}
+	return n
 }
 
 // unmarshal reads a compact message, or an OTLP protobuf one.

@@ -216,3 +216,25 @@ func BenchmarkUnmarshal(b *testing.B) {
 		})
 	}
 }
+
+func BenchmarkMarshal(b *testing.B) {
+	lds := receiverLogs(&testing.T{}, testcorpus.All(&testing.T{})[0])
+	b.Run("otlp_proto", func(b *testing.B) {
+		for b.Loop() {
+			for _, ld := range lds {
+				if _, err := (&plog.ProtoMarshaler{}).MarshalLogs(ld); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("dsh_encoding", func(b *testing.B) {
+		for b.Loop() {
+			for _, ld := range lds {
+				if _, err := marshal(ld); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+}
