@@ -119,6 +119,15 @@ bench-floor:
 bench-scaleout: otelcol-dsh
 	GO=$(GO) ./bench/scaleout.sh
 
+# The three ways events reach turn_state on one corpus and one downstream,
+# interleaved: the file tail, HTTP ingest, and the Kafka two-tier deployment
+# on kfake (both tiers' CPU); ends with `CPU per event, HTTP/files: X.XX` and
+# `CPU per event, Kafka/files: X.XX` (bench/paths.sh; PROFILE=dir for CPU
+# profiles and their top).
+.PHONY: bench-paths
+bench-paths: bench-dists
+	GO=$(GO) ./bench/paths.sh
+
 # The two bench distributions (ocb, cached under bin/bench/).
 bench-dists:
 	GO=$(GO) ./bench/build.sh >/dev/null

@@ -71,6 +71,9 @@ func (d *RowDecoder) decodePlacement(e *Event, data jsontape.Value) {
 		d.evidence(3, false)
 	case "developer/message":
 		d.evidence(4, false)
+	case "request/header":
+		// What judging a request/header on its own needs (SYSTEM_FORBIDDEN).
+		e.HasSystem = data.Get("header", "system").Exists()
 	case "assistant/message":
 		msg := d.messageOf(data)
 		for b := range msg.Get("content").Elements() {

@@ -68,7 +68,9 @@ func (d *RowDecoder) SetFormat(f Format) { d.format = f }
 // the turn model and a record's attributes need (docs/design.md §2): the
 // envelope (seq, time, surfaceOp, sourceEventSeqs), turn and step, call
 // ids and tool names, a chunk's type, whether a stream is embedded, a
-// turn/end's reason kind and a tool/result's error flag — for a caller
+// turn/end's reason kind, a tool/result's error flags and whether a
+// request/header carries header.system (what judging an event on its own
+// reads: the receiver's HTTP transport) — for a caller
 // that places events and hands their rows on, as the receiver's file
 // transport and the turn_state processor do. The rows' kinds, problems
 // and the format the decoder infers are those of a full decode (the

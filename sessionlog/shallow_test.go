@@ -52,6 +52,8 @@ func TestShallowDecode(t *testing.T) {
 		`{"type":"tool/result","seq":0,"time":1,"data":{"message":{"role":"user","content":[{"type":"tool-result","toolCallId":"c","isError":true}]}}}`,
 		`{"type":"tool/ptc-dispatch","seq":0,"time":1,"data":{"subCallId":"s","parentCallId":"p","rootCallId":"r","name":"n","isError":true}}`,
 		`{"type":"approval/asked","seq":0,"time":1,"data":{"callId":"c","toolName":"n"}}`,
+		`{"type":"request/header","seq":0,"time":1,"data":{"header":{"config":{"provider":"p","model":"m"},"system":"s"},"reason":"r"}}`,
+		`{"type":"request/header","seq":0,"time":1,"data":{"header":{"config":{"provider":"p","model":"m"}},"reason":"r"}}`,
 	} {
 		shallowMatchesFull(t, "case "+strconv.Itoa(i), []byte(row+"\n"))
 	}
@@ -124,6 +126,8 @@ type placement struct {
 	CallID, SubCallID, Tool string
 	ChunkType               string
 	Streamed, IsError       bool
+	HasErrorDetail          bool
+	HasSystem               bool
 	ReasonKind              string
 	Model                   any
 }
@@ -135,7 +139,10 @@ func placementOf(e *Event, f Format) placement {
 		CallID: e.CallID, SubCallID: e.SubCallID, Tool: e.ToolName,
 		Streamed: e.Stream != nil, ReasonKind: e.Reason.Kind, Model: e.TurnModel(f)}
 	if e.Type == "tool/result" {
-		p.IsError = e.IsError
+		p.IsError, p.HasErrorDetail = e.IsError, e.HasErrorDetail
+	}
+	if e.Type == "request/header" {
+		p.HasSystem = e.HasSystem
 	}
 	if e.Chunk != nil {
 		p.ChunkType = e.Chunk.Type

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/dshtrace/dshtrace/bench/internal/benchproc"
 )
 
 func compareCmd(ctx context.Context, args []string) error {
@@ -100,7 +102,7 @@ func compareCmd(ctx context.Context, args []string) error {
 			}
 			fmt.Printf("# run %d %-22s wall %7.3fs (first item %.3fs)  cpu %7.2fs  peak RSS %6.1f MiB (anon %5.1f)  %9.0f events/s  load %s\n",
 				r, res.name, res.wall.Seconds(), res.firstItem.Seconds(), res.cpu.Seconds(), mib(res.peakRSS), mib(res.peakAnon),
-				float64(m.Events)/res.wall.Seconds(), loadavg())
+				float64(m.Events)/res.wall.Seconds(), benchproc.LoadAvg())
 		}
 	}
 

@@ -35,10 +35,11 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/dshtrace/dshtrace/bench/internal/benchproc"
 )
 
 func main() {
@@ -210,7 +211,7 @@ func runCollector(ctx context.Context, name, bin string, cfg func(statusFile str
 				timeout, s.LogRecords, w.logs, s.Spans, w.spans))
 		case <-tick.C:
 		}
-		anon = max(anon, procStatusKB(cmd.Process.Pid, "RssAnon")*1024)
+		anon = max(anon, benchproc.StatusKB(cmd.Process.Pid, "RssAnon")*1024)
 		b, err := os.ReadFile(statusFile)
 		if err != nil {
 			continue
@@ -232,9 +233,9 @@ func runCollector(ctx context.Context, name, bin string, cfg func(statusFile str
 	pid := cmd.Process.Pid
 	r := &result{
 		name:     name,
-		cpu:      procCPU(pid),
-		peakRSS:  procStatusKB(pid, "VmHWM") * 1024,
-		peakAnon: max(anon, procStatusKB(pid, "RssAnon")*1024),
+		cpu:      benchproc.CPUTime(pid),
+		peakRSS:  benchproc.StatusKB(pid, "VmHWM") * 1024,
+		peakAnon: max(anon, benchproc.StatusKB(pid, "RssAnon")*1024),
 		logs:     s.LogRecords, spans: s.Spans, points: s.DataPoints,
 	}
 	last := max(s.LogsLast, s.SpansLast)
@@ -242,51 +243,6 @@ func runCollector(ctx context.Context, name, bin string, cfg func(statusFile str
 	r.firstItem = time.Unix(0, s.FirstUnixNano).Sub(start)
 	stop()
 	return r, nil
-}
-
-// procCPU is the user + system CPU time of pid from /proc/<pid>/stat.
-func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	k, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+k) * time.Second / time.Duration(clockTicks)
-}
-
-// clockTicks is USER_HZ, 100 on Linux.
-const clockTicks = 100
-
-// procStatusKB reads a kB field (VmHWM, VmRSS) of /proc/<pid>/status.
-func procStatusKB(pid int, field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			if f := strings.Fields(v); len(f) > 0 {
-				n, _ := strconv.ParseInt(f[0], 10, 64)
-				return n
-			}
-		}
-	}
-	return 0
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }
 
 func check(bin string) error {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"time"
+
+	"github.com/dshtrace/dshtrace/bench/internal/benchproc"
 )
 
 // scaleCmd runs otelcol-dsh-bench on each corpus in turn and prints its peak
@@ -43,7 +45,7 @@ func scaleCmd(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Printf("%-22s %10d %12d %10.1f %10.2f %9.2f %10.0f %13.1f %9s\n", shape(m), m.Events, m.OpenTurns,
-			mib(m.Bytes), r.wall.Seconds(), r.cpu.Seconds(), float64(m.Events)/r.wall.Seconds(), mib(r.peakRSS), loadavg())
+			mib(m.Bytes), r.wall.Seconds(), r.cpu.Seconds(), float64(m.Events)/r.wall.Seconds(), mib(r.peakRSS), benchproc.LoadAvg())
 		if prev != nil && m.OpenTurns > prevM.OpenTurns {
 			fmt.Printf("%-22s RSS per additional open turn: %.0f bytes\n", "",
 				float64(r.peakRSS-prev.peakRSS)/float64(m.OpenTurns-prevM.OpenTurns))

@@ -35,6 +35,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/dshtrace/dshtrace/bench/internal/benchproc"
 )
 
 func main() {
@@ -133,7 +135,7 @@ func run(ctx context.Context, o options) (err error) {
 		tk := time.NewTicker(200 * time.Millisecond)
 		defer tk.Stop()
 		for {
-			if v := procStatusKB(col.pid(), "VmRSS"); v > peakRSS.Load() {
+			if v := benchproc.StatusKB(col.pid(), "VmRSS"); v > peakRSS.Load() {
 				peakRSS.Store(v)
 			}
 			select {
@@ -144,12 +146,12 @@ func run(ctx context.Context, o options) (err error) {
 		}
 	}()
 
-	load0 := loadavg()
-	cpu0 := procCPU(col.pid())
+	load0 := benchproc.LoadAvg()
+	cpu0 := benchproc.CPUTime(col.pid())
 	res, err := post(ctx, o, plan, "http://"+ingest)
 	close(stopSampler)
 	<-samplerDone
-	load1 := loadavg()
+	load1 := benchproc.LoadAvg()
 	if err != nil {
 		return err
 	}
@@ -165,8 +167,8 @@ func run(ctx context.Context, o options) (err error) {
 	if terr != nil {
 		failures = append(failures, terr.Error())
 	}
-	hwm := procStatusKB(col.pid(), "VmHWM")
-	cpu1 := procCPU(col.pid())
+	hwm := benchproc.StatusKB(col.pid(), "VmHWM")
+	cpu1 := benchproc.CPUTime(col.pid())
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	selfCPU := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
@@ -670,47 +672,4 @@ func scrapeSum(ctx context.Context, url, metric string) (float64, error) {
 		sum += v
 	}
 	return sum, sc.Err()
-}
-
-// procStatusKB reads a kB field (VmRSS, VmHWM) of /proc/<pid>/status.
-func procStatusKB(pid int, field string) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, field+":"); ok {
-			f := strings.Fields(v)
-			if len(f) > 0 {
-				n, _ := strconv.ParseInt(f[0], 10, 64)
-				return n
-			}
-		}
-	}
-	return 0
-}
-
-// procCPU is the user + system CPU time of pid (/proc/<pid>/stat, 100 Hz).
-func procCPU(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	k, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(u+k) * 10 * time.Millisecond
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
 }

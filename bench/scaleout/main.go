@@ -21,28 +21,21 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
+	"github.com/dshtrace/dshtrace/bench/internal/benchproc"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
 	"go.yaml.in/yaml/v3"
 	"google.golang.org/grpc"
@@ -118,7 +111,7 @@ func run(o options) error {
 	if err := json.Unmarshal(b, &m); err != nil {
 		return err
 	}
-	sessions, err := readSessions(o.corpus)
+	sessions, err := benchproc.ReadSessions(o.corpus)
 	if err != nil {
 		return err
 	}
@@ -183,55 +176,26 @@ func (r result) line(m manifest) string {
 // idleWindow is how long the instances' idle CPU time is measured.
 const idleWindow = 5 * time.Second
 
-type session struct {
-	id   string
-	rows [][]byte
-}
-
-// readSessions reads every session file of a bench/gen root; the session
-// id is its directory's name.
-func readSessions(root string) ([]session, error) {
-	var out []session
-	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(path, ".jsonl") {
-			return err
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		s := session{id: filepath.Base(filepath.Dir(path))}
-		for _, l := range bytes.SplitAfter(b, []byte("\n")) {
-			if len(bytes.TrimSpace(l)) > 0 {
-				s.rows = append(s.rows, l)
-			}
-		}
-		out = append(out, s)
-		return nil
-	})
-	return out, err
-}
-
 // once runs the tier with n turn-state instances and posts the corpus.
-func once(o options, m manifest, sessions []session, n int, journal bool) (result, error) {
+func once(o options, m manifest, sessions []benchproc.Session, n int, journal bool) (result, error) {
 	r := result{instances: n, journal: journal}
 	dir, err := os.MkdirTemp("", "scaleout-")
 	if err != nil {
 		return r, err
 	}
 	defer os.RemoveAll(dir)
-	var procs []*proc
+	var procs []*benchproc.Proc
 	defer func() {
 		for i := len(procs) - 1; i >= 0; i-- {
-			stop(procs[i])
+			procs[i].Stop(90 * time.Second)
 		}
 	}()
-	ports, err := freePorts(5 + 3*n) // kafka, sink, ingest http, health, telemetry; 3 per instance
+	ports, err := benchproc.FreePorts(5 + 3*n) // kafka, sink, ingest http, health, telemetry; 3 per instance
 	if err != nil {
 		return r, err
 	}
 	brokers := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	kf, err := spawn(dir, "kfake", nil, o.kfake, "-port="+strconv.Itoa(ports[0]),
+	kf, err := benchproc.Spawn(dir, "kfake", nil, o.kfake, "-port="+strconv.Itoa(ports[0]),
 		"-partitions="+strconv.Itoa(o.partitions), "-latency="+o.latency.String())
 	if err != nil {
 		return r, err
@@ -252,7 +216,7 @@ func once(o options, m manifest, sessions []session, n int, journal bool) (resul
 	common := []string{"KAFKA_BROKERS=" + brokers, "TELEMETRY_HOST=127.0.0.1",
 		"CHANGELOG_PARTITIONS=" + strconv.Itoa(o.partitions), "TRACES_OTLP_ENDPOINT=127.0.0.1:" + strconv.Itoa(ports[1])}
 	type node struct {
-		p    *proc
+		p    *benchproc.Proc
 		self string
 	}
 	var nodes []node
@@ -260,7 +224,7 @@ func once(o options, m manifest, sessions []session, n int, journal bool) (resul
 		p := ports[5+3*i:]
 		name := fmt.Sprintf("turn-state-%d", i)
 		self := fmt.Sprintf("127.0.0.1:%d", p[2])
-		cmd, err := spawn(dir, name, append([]string{
+		cmd, err := benchproc.Spawn(dir, name, append([]string{
 			"HOSTNAME=" + name, "HEALTH_ENDPOINT=127.0.0.1:" + strconv.Itoa(p[0]),
 			"PROMETHEUS_ENDPOINT=127.0.0.1:" + strconv.Itoa(p[1]), "TELEMETRY_PORT=" + strconv.Itoa(p[2]),
 			"STATE_DIR=" + filepath.Join(dir, name),
@@ -270,13 +234,13 @@ func once(o options, m manifest, sessions []session, n int, journal bool) (resul
 		}
 		procs = append(procs, cmd)
 		nodes = append(nodes, node{cmd, self})
-		if err := waitFor(60*time.Second, name+" healthy", func() error { return httpOK("http://127.0.0.1:" + strconv.Itoa(p[0]) + "/") }); err != nil {
+		if err := benchproc.WaitFor(60*time.Second, name+" healthy", func() error { return benchproc.HTTPOK("http://127.0.0.1:" + strconv.Itoa(p[0]) + "/") }); err != nil {
 			return r, err
 		}
 	}
 	ingestHTTP := "127.0.0.1:" + strconv.Itoa(ports[2])
 	ingestHealth := "127.0.0.1:" + strconv.Itoa(ports[3])
-	ing, err := spawn(dir, "ingest", append([]string{
+	ing, err := benchproc.Spawn(dir, "ingest", append([]string{
 		"SESSION_EVENT_ENDPOINT=" + ingestHTTP, "HEALTH_ENDPOINT=" + ingestHealth,
 		"STATE_DIR=" + filepath.Join(dir, "ingest"), "TELEMETRY_PORT=" + strconv.Itoa(ports[4]),
 	}, common...), o.otelcol, "--config=deploy/collector/kafka-ingest.yaml")
@@ -284,15 +248,15 @@ func once(o options, m manifest, sessions []session, n int, journal bool) (resul
 		return r, err
 	}
 	procs = append(procs, ing)
-	if err := waitFor(60*time.Second, "ingest healthy", func() error { return httpOK("http://" + ingestHealth + "/") }); err != nil {
+	if err := benchproc.WaitFor(60*time.Second, "ingest healthy", func() error { return benchproc.HTTPOK("http://" + ingestHealth + "/") }); err != nil {
 		return r, err
 	}
 	// The group settles: every partition owned by one instance, each
 	// instance owning some.
-	if err := waitFor(120*time.Second, "partitions assigned", func() error {
+	if err := benchproc.WaitFor(120*time.Second, "partitions assigned", func() error {
 		total := 0
 		for _, nd := range nodes {
-			owned := sumMetric(nd.self, partitionStart) - sumMetric(nd.self, partitionClose)
+			owned := benchproc.SumMetric(nd.self, partitionStart) - benchproc.SumMetric(nd.self, partitionClose)
 			if owned == 0 {
 				return errors.New("an instance owns no partition")
 			}
@@ -310,22 +274,22 @@ func once(o options, m manifest, sessions []session, n int, journal bool) (resul
 	// changelog view's reads, sweeps), over a few seconds before the load.
 	cpu0 := make([]time.Duration, n)
 	for i, nd := range nodes {
-		cpu0[i] = cpuTime(nd.p.pid())
+		cpu0[i] = benchproc.CPUTime(nd.p.PID())
 	}
 	time.Sleep(idleWindow)
 	for i, nd := range nodes {
-		c := cpuTime(nd.p.pid())
+		c := benchproc.CPUTime(nd.p.PID())
 		r.idle += c - cpu0[i]
 		cpu0[i] = c
 	}
 	start := time.Now()
-	if err := postAll(ingestHTTP, sessions, o.rows, o.workers); err != nil {
+	if _, _, err := benchproc.PostAll(ingestHTTP, sessions, o.rows, o.workers); err != nil {
 		return r, err
 	}
-	if err := waitFor(20*time.Minute, "every turn closed", func() error {
+	if err := benchproc.WaitFor(20*time.Minute, "every turn closed", func() error {
 		var closed float64
 		for _, nd := range nodes {
-			closed += sumMetric(nd.self, turnsClosed)
+			closed += benchproc.SumMetric(nd.self, turnsClosed)
 		}
 		if int64(closed) < m.Turns {
 			return fmt.Errorf("%d of %d turns closed", int64(closed), m.Turns)
@@ -336,89 +300,21 @@ func once(o options, m manifest, sessions []session, n int, journal bool) (resul
 	}
 	r.wall = time.Since(start)
 	for i, nd := range nodes {
-		r.cpu += cpuTime(nd.p.pid()) - cpu0[i]
-		r.records += sumMetric(nd.self, changelogRecords)
-		r.bytes += sumMetric(nd.self, changelogBytes)
-		r.rss = append(r.rss, peakRSS(nd.p.pid()))
+		r.cpu += benchproc.CPUTime(nd.p.PID()) - cpu0[i]
+		r.records += benchproc.SumMetric(nd.self, changelogRecords)
+		r.bytes += benchproc.SumMetric(nd.self, changelogBytes)
+		r.rss = append(r.rss, benchproc.StatusKB(nd.p.PID(), "VmHWM"))
 	}
 	return r, nil
 }
 
 var (
-	partitionStart   = regexp.MustCompile(`(?m)^otelcol_kafka_receiver_partition_start(?:_total)?(?:\{[^}]*\})? (\S+)`)
-	partitionClose   = regexp.MustCompile(`(?m)^otelcol_kafka_receiver_partition_close(?:_total)?(?:\{[^}]*\})? (\S+)`)
-	turnsClosed      = regexp.MustCompile(`(?m)^otelcol_connector_turn_state_turns_closed(?:_total)?(?:\{[^}]*\})? (\S+)`)
-	changelogRecords = regexp.MustCompile(`(?m)^otelcol_connector_turn_state_changelog_records_written(?:_total)?(?:\{[^}]*\})? (\S+)`)
-	changelogBytes   = regexp.MustCompile(`(?m)^otelcol_connector_turn_state_changelog_bytes_written(?:_total)?(?:\{[^}]*\})? (\S+)`)
+	partitionStart   = benchproc.MetricRE("otelcol_kafka_receiver_partition_start")
+	partitionClose   = benchproc.MetricRE("otelcol_kafka_receiver_partition_close")
+	turnsClosed      = benchproc.MetricRE("otelcol_connector_turn_state_turns_closed")
+	changelogRecords = benchproc.MetricRE("otelcol_connector_turn_state_changelog_records_written")
+	changelogBytes   = benchproc.MetricRE("otelcol_connector_turn_state_changelog_bytes_written")
 )
-
-// sumMetric sums the samples of one metric on a collector's telemetry
-// endpoint (0 when it cannot be read).
-func sumMetric(addr string, re *regexp.Regexp) float64 {
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	var sum float64
-	for _, m := range re.FindAllSubmatch(b, -1) {
-		v, _ := strconv.ParseFloat(string(m[1]), 64)
-		sum += v
-	}
-	return sum
-}
-
-// postAll posts every session's rows in order, requests of rows rows, the
-// sessions shared among workers; a refused request (5xx) is sent again.
-func postAll(addr string, sessions []session, rows, workers int) error {
-	work := make(chan session)
-	errs := make(chan error, workers)
-	var wg sync.WaitGroup
-	hc := &http.Client{Timeout: time.Minute}
-	for range workers {
-		wg.Go(func() {
-			for s := range work {
-				for i := 0; i < len(s.rows); i += rows {
-					if err := post(hc, addr, s.id, bytes.Join(s.rows[i:min(i+rows, len(s.rows))], nil)); err != nil {
-						errs <- err
-						for range work {
-						}
-						return
-					}
-				}
-			}
-		})
-	}
-	for _, s := range sessions {
-		work <- s
-	}
-	close(work)
-	wg.Wait()
-	close(errs)
-	return <-errs
-}
-
-func post(hc *http.Client, addr, id string, body []byte) error {
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		resp, err := hc.Post("http://"+addr+"/v1/sessions/"+id+"/events", "application/x-ndjson", bytes.NewReader(body))
-		if err == nil {
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusAccepted {
-				return nil
-			}
-			if resp.StatusCode < 500 {
-				return fmt.Errorf("POST %s: HTTP %d", id, resp.StatusCode)
-			}
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("POST %s: not accepted in 2m (%v)", id, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
 
 // withoutChangelog writes a copy of the turn-state configuration without
 // turn_state's changelog (no journal) and returns its path.
@@ -465,114 +361,6 @@ func (*sinkServer) Export(context.Context, ptraceotlp.ExportRequest) (ptraceotlp
 	return ptraceotlp.NewExportResponse(), nil
 }
 
-// proc is a started process and the end of its Wait.
-type proc struct {
-	cmd  *exec.Cmd
-	done chan struct{}
-}
-
-func (p *proc) pid() int { return p.cmd.Process.Pid }
-
-func spawn(dir, name string, env []string, bin string, args ...string) (*proc, error) {
-	f, err := os.Create(filepath.Join(dir, name+".log"))
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &proc{cmd: cmd, done: make(chan struct{})}
-	go func() { cmd.Wait(); f.Close(); close(p.done) }()
-	return p, nil
-}
-
-func stop(p *proc) {
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(90 * time.Second):
-		p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-func httpOK(url string) error {
-	resp, err := http.Get(url)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s: HTTP %d", url, resp.StatusCode)
-	}
-	return nil
-}
-
-func waitFor(d time.Duration, what string, fn func() error) error {
-	deadline := time.Now().Add(d)
-	for {
-		err := fn()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: not within %s: %w", what, d, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// cpuTime is a process's user and system CPU time (/proc/PID/stat).
-func cpuTime(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	return time.Duration(utime+stime) * time.Second / 100 // USER_HZ
-}
-
-// peakRSS is a process's peak resident set (VmHWM), KiB.
-func peakRSS(pid int) int64 {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmHWM:"); ok {
-			k, _ := strconv.ParseInt(strings.Fields(v)[0], 10, 64)
-			return k
-		}
-	}
-	return 0
-}
-
 // profileArgs has an instance save a CPU profile of its run (the pprof
 // extension's save_to_file) in o.profile, if set.
 func profileArgs(o options, name string, n int, journal bool) []string {
@@ -581,5 +369,5 @@ func profileArgs(o options, name string, n int, journal bool) []string {
 	}
 	file := filepath.Join(o.profile, fmt.Sprintf("%s-of-%d-journal-%v.prof", name, n, journal))
 	return []string{"--set=extensions::pprof::endpoint=127.0.0.1:0", "--set=extensions::pprof::save_to_file=" + file,
-		"--set=service::extensions=[health_check,file_storage,pprof]"}
+		"--set=service::extensions=[health_check,file_storage,dsh_encoding,pprof]"} // the shipped list and pprof
 }

@@ -5,6 +5,7 @@ package main
 import (
 	turnstate2 "github.com/dshtrace/dshtrace/connector/turnstate"
 	sessionarchive "github.com/dshtrace/dshtrace/exporter/sessionarchive"
+	dshencoding "github.com/dshtrace/dshtrace/extension/dshencoding"
 	filestorage "github.com/dshtrace/dshtrace/extension/filestorage"
 	turnstate "github.com/dshtrace/dshtrace/processor/turnstate"
 	sessionevent "github.com/dshtrace/dshtrace/receiver/sessionevent"
@@ -56,6 +57,7 @@ func components() (otelcol.Factories, error) {
 
 	factories.Extensions, err = otelcol.MakeFactoryMap[extension.Factory](
 		filestorage.NewFactory(),
+		dshencoding.NewFactory(),
 		healthcheckextension.NewFactory(),
 		bearertokenauthextension.NewFactory(),
 		pprofextension.NewFactory(),
@@ -66,6 +68,7 @@ func components() (otelcol.Factories, error) {
 	}
 	factories.ExtensionModules = makeModulesMap(factories.Extensions, map[component.Type]string{
 		filestorage.NewFactory().Type():              "github.com/dshtrace/dshtrace v0.0.0",
+		dshencoding.NewFactory().Type():              "github.com/dshtrace/dshtrace v0.0.0",
 		healthcheckextension.NewFactory().Type():     "github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension v0.165.1",
 		bearertokenauthextension.NewFactory().Type(): "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension v0.165.1",
 		pprofextension.NewFactory().Type():           "github.com/open-telemetry/opentelemetry-collector-contrib/extension/pprofextension v0.165.1",

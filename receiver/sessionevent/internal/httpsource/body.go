@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/dshtrace/dshtrace/internal/clientid"
 	"github.com/dshtrace/dshtrace/receiver/sessionevent/internal/httpsource/dedup"
@@ -37,7 +38,11 @@ func parseBody(body io.Reader, o parseOptions) (*parsedBody, *reqError) {
 		p.probe = sessionlog.NewRowDecoder(o.maxLine, 0)
 		p.probe.SetArena(pb.arena)
 	}
-	nonBlank, rerr := p.readRows(bufio.NewReaderSize(counted, 64<<10))
+	br := lineReaders.Get().(*bufio.Reader)
+	br.Reset(counted)
+	nonBlank, rerr := p.readRows(br)
+	br.Reset(nil) // no hold on the body; every line read is a copy of its own (readLine)
+	lineReaders.Put(br)
 	if rerr != nil {
 		return pb, rerr
 	}
@@ -48,12 +53,16 @@ func parseBody(body io.Reader, o parseOptions) (*parsedBody, *reqError) {
 			msg: fmt.Sprintf("empty request body (%d bytes, no row): post the session's NDJSON rows", counted.n)}
 	}
 	for _, s := range pb.sessions {
-		if rerr := s.finish(); rerr != nil {
+		if rerr := s.finish(o.maxLine, pb.arena); rerr != nil {
 			return pb, rerr
 		}
 	}
 	return pb, nil
 }
+
+// lineReaders recycle the 64 KiB buffers request bodies are cut into lines
+// with: one per request would be allocated and cleared for every post.
+var lineReaders = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
 
 // parser reads one request body into pb.
 type parser struct {
@@ -97,6 +106,17 @@ func (p *parser) addRow(b []byte, line int) *reqError {
 	row, err := s.dec.Decode(b, line)
 	if err != nil {
 		return versionError(err, line)
+	}
+	if p.o.endpoint == endpointSession && !p.o.full {
+		// A request that begins past seq 0 is judged row by row
+		// (finish): its later rows need no more than a shallow decode.
+		if !s.begun {
+			s.begun = true
+			if (row.Kind == sessionlog.RowEvent || row.Kind == sessionlog.RowPacked) && row.FirstSeq() > 0 {
+				s.shallow = true
+				s.dec.SetShallow(true)
+			}
+		}
 	}
 	if rerr := p.check(row, line); rerr != nil {
 		return rerr
@@ -151,7 +171,8 @@ func (p *parser) session(id string) *parsedSession {
 	s.dec.SetArena(p.pb.arena)
 	if p.o.version != nil {
 		if v := p.o.version(id); v != dedup.UnknownVersion {
-			s.dec.SetFormat(sessionlog.Format{Version: v, Known: true})
+			s.start = sessionlog.Format{Version: v, Known: true}
+			s.dec.SetFormat(s.start)
 		}
 	}
 	p.pb.byID[id] = s
@@ -195,7 +216,7 @@ func (p *parser) place(s *parsedSession, row *sessionlog.Row, line int) *reqErro
 			return rowError(sessionlog.Violation{Line: line, Seq: -1, Code: sessionlog.CodeHeaderMisplaced,
 				Message: fmt.Sprintf("a second header for session %q (the first is line %d)", s.id, s.header.Line)})
 		}
-		s.header = row
+		s.header, s.headerAt = row, len(s.rows)
 	case sessionlog.RowEvent, sessionlog.RowPacked:
 		s.rows = append(s.rows, row)
 	default:

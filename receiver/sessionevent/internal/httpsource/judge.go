@@ -30,7 +30,15 @@ var contextFree = map[string]bool{
 // the surface — as dsh itself would check the file. Any other request can
 // only be checked row by row (the rows' own decoding, surface keys), and
 // what precedes it is the connector's to judge, gaps included.
-func (s *parsedSession) finish() *reqError {
+//
+// A session decoded shallowly that turns out to hold seq 0 is decoded again
+// in full first (redecode): the invariants read what a shallow decode skips.
+func (s *parsedSession) finish(maxLine int, arena *sessionlog.Arena) *reqError {
+	if s.shallow && slices.ContainsFunc(s.rows, func(r *sessionlog.Row) bool { return r.FirstSeq() == 0 }) {
+		if rerr := s.redecode(maxLine, arena); rerr != nil {
+			return rerr
+		}
+	}
 	slices.SortStableFunc(s.rows, func(a, b *sessionlog.Row) int { return cmp.Compare(a.FirstSeq(), b.FirstSeq()) })
 	kept := s.rows[:0]
 	for _, r := range s.rows {
@@ -73,4 +81,45 @@ func (s *parsedSession) finish() *reqError {
 		}
 	}
 	return judge(v.Finish(f))
+}
+
+// redecode decodes the session's rows again, in full and in the order they
+// came, from the format its decoder began with. The rows' kinds and
+// problems are those the shallow decode found (sessionlog SetShallow), so
+// what was checked of them holds; lines that carried no session content
+// (RowOther) are no evidence of a format and are not read again.
+func (s *parsedSession) redecode(maxLine int, arena *sessionlog.Arena) *reqError {
+	dec := sessionlog.NewRowDecoder(maxLine, 0)
+	dec.SetArena(arena)
+	if s.start.Known {
+		dec.SetFormat(s.start)
+	}
+	again := func(r *sessionlog.Row) (*sessionlog.Row, *reqError) {
+		row, err := dec.Decode(r.Bytes, r.Line)
+		if err != nil {
+			return nil, versionError(err, r.Line)
+		}
+		return row, nil
+	}
+	header := s.header
+	for i, r := range s.rows {
+		if header != nil && i == s.headerAt {
+			var rerr *reqError
+			if s.header, rerr = again(header); rerr != nil {
+				return rerr
+			}
+		}
+		var rerr *reqError
+		if s.rows[i], rerr = again(r); rerr != nil {
+			return rerr
+		}
+	}
+	if header != nil && s.headerAt == len(s.rows) {
+		var rerr *reqError
+		if s.header, rerr = again(header); rerr != nil {
+			return rerr
+		}
+	}
+	s.dec, s.shallow, s.redecoded = dec, false, true
+	return nil
 }

@@ -38,6 +38,8 @@ type parseOptions struct {
 	// ticket, when set, takes the decompressed bytes read from the
 	// admission control (admission.go).
 	ticket *ticket
+	// full decodes every row in full, never shallowly (tests compare).
+	full bool
 }
 
 // parsedSession is the part of a request that belongs to one session.
@@ -50,6 +52,19 @@ type parsedSession struct {
 	rows []*sessionlog.Row
 	// dups counts rows the request repeats byte for byte.
 	dups int
+	// start is the format the session's decoder began the request with.
+	start sessionlog.Format
+	// shallow: after the session's first row, which begins past seq 0, the
+	// rows are decoded shallowly (sessionlog SetShallow) — what a request
+	// judged row by row reads, as the connector decodes every row whole
+	// again. A request found to hold seq 0 after all is decoded again in
+	// full (redecode) before it is judged against every invariant: its
+	// rows, until finish sorts them, are in the order they came, the
+	// header's place among them headerAt.
+	shallow, begun bool
+	headerAt       int
+	// redecoded: the rows were decoded shallowly, then again in full.
+	redecoded bool
 }
 
 // parsedBody is a decoded, judged request body.
