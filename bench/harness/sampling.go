@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dshtrace/dshtrace/bench/internal/benchproc"
 	"github.com/dshtrace/dshtrace/internal/sampling"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/internal/turnrender"
@@ -119,7 +120,7 @@ func samplingCmd(ctx context.Context, args []string) error {
 			}
 			fmt.Printf("# run %d %-10s spans %6d  wall %7.3fs  cpu %6.2fs  %6.2f µs/event  peak RSS %6.1f MiB (anon %5.1f)  %8.0f events/s  load %s\n",
 				r, res.name, res.spans, res.wall.Seconds(), res.cpu.Seconds(), perEvent(res, m),
-				mib(res.peakRSS), mib(res.peakAnon), float64(m.Events)/res.wall.Seconds(), loadavg())
+				mib(res.peakRSS), mib(res.peakAnon), float64(m.Events)/res.wall.Seconds(), benchproc.LoadAvg())
 		}
 	}
 
