@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/config/configopaque"
 	"go.opentelemetry.io/collector/config/configtls"
 
+	"github.com/dshtrace/dshtrace/connector/turnstate/internal/changelog"
 	"github.com/dshtrace/dshtrace/internal/findings"
 	"github.com/dshtrace/dshtrace/internal/pricing"
 	"github.com/dshtrace/dshtrace/internal/sampling"
@@ -116,6 +117,9 @@ type ChangelogConfig struct {
 	// Timeout bounds each write and each read up to the topic's end; past
 	// it the batch is refused, and its sender retries it.
 	Timeout time.Duration `mapstructure:"timeout"`
+	// Compression is the codec of the records written: none, gzip,
+	// snappy, lz4 (the default) or zstd. Every instance reads any.
+	Compression string `mapstructure:"compression"`
 	// TLS, when set, encrypts the connections to the brokers (the same
 	// settings as the kafka receiver's tls section: ca_file, cert_file,
 	// key_file, insecure_skip_verify, …).
@@ -181,6 +185,9 @@ func (c ChangelogConfig) withDefaults() ChangelogConfig {
 	if c.Timeout == 0 {
 		c.Timeout = defaultChangelogTimeout
 	}
+	if c.Compression == "" {
+		c.Compression = "lz4"
+	}
 	return c
 }
 
@@ -194,6 +201,9 @@ func (c ChangelogConfig) validate() error {
 	}
 	if strings.Contains(c.Owner, "/") {
 		errs = append(errs, fmt.Errorf("changelog::owner %q must not contain '/'", c.Owner))
+	}
+	if _, err := changelog.Codec(c.Compression); err != nil {
+		errs = append(errs, fmt.Errorf("changelog::%w", err))
 	}
 	if c.Auth != nil {
 		if _, err := c.Auth.mechanism(); err != nil {

@@ -74,6 +74,7 @@ func TestLoadConfig(t *testing.T) {
 		{name: "incomplete_price", wantErr: []string{"prices[0] (acme/acme-1): input and output prices are required"}},
 		{name: "bad_price_date", unmarshalErr: "prices[0].from"},
 		{name: "changelog_secure", want: secure},
+		{name: "changelog_bad_compression", wantErr: []string{`changelog::compression "brotli": want one of none, gzip, snappy, lz4, zstd`}},
 		{name: "sampling", want: sampled},
 		{name: "sampling_bad", wantErr: []string{"sampling::session_ratio must be between 0 and 1, got 2",
 			"sampling::max_held_spans must be positive, got -1", "sampling::keep_over: cost, tokens, duration and steps must not be negative"}},

@@ -51,7 +51,7 @@ func (c *core) openChangelog(ctx context.Context, cfg ChangelogConfig, o journal
 	lc := changelog.Config{
 		Brokers: cfg.Brokers, Topic: cfg.Topic, Owner: cfg.Owner,
 		Partitions: cfg.Partitions, ReplicationFactor: cfg.ReplicationFactor,
-		MaxRecordBytes: cfg.MaxRecordBytes,
+		MaxRecordBytes: cfg.MaxRecordBytes, Compression: cfg.Compression,
 	}
 	if cfg.TLS != nil {
 		tlsCfg, err := cfg.TLS.LoadTLSConfig(ctx)

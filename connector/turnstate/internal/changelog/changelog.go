@@ -65,6 +65,9 @@ type Config struct {
 	// MaxRecordBytes bounds one record (the producer's batch size, the
 	// topic's max.message.bytes when it is created).
 	MaxRecordBytes int32
+	// Compression is the codec of the records written: none, gzip,
+	// snappy, lz4 or zstd ("": lz4). Readers take any.
+	Compression string
 	// Group maps a key to its group: the part that picks its partition.
 	// Nil: every key is its own group.
 	Group func(key string) string

@@ -360,3 +360,30 @@ func TestBySourceViewFollowsPartitions(t *testing.T) {
 	_, ok = b.Get(noSource)
 	assert.True(t, ok)
 }
+
+// Instances that write with different codecs — a deployment changing its
+// compression, one instance at a time — read each other's records.
+func TestMixedCompressionsRead(t *testing.T) {
+	c := changelogtest.Cluster(t)
+	ctx := ctxT(t)
+	var logs []*Log
+	for _, codec := range Compressions {
+		l, err := Open(ctx, Config{Brokers: c.ListenAddrs(), Topic: "state", Owner: "w-" + codec, Partitions: 4, ReplicationFactor: -1,
+			MaxRecordBytes: 1 << 20, Group: sessionGroup, Logger: zaptest.NewLogger(t), Compression: codec})
+		require.NoError(t, err, codec)
+		t.Cleanup(l.Close)
+		// Long, repetitive values: every codec actually compresses them.
+		require.NoError(t, l.Write(ctx, []Op{{Key: `s/"` + codec + `"`, Value: []byte(strings.Repeat(codec+" row ", 200))}}), codec)
+		logs = append(logs, l)
+	}
+	for _, l := range logs {
+		require.NoError(t, l.Sync(ctx))
+		for _, codec := range Compressions {
+			v, ok := l.Get(`s/"` + codec + `"`)
+			require.True(t, ok, codec)
+			require.Equal(t, strings.Repeat(codec+" row ", 200), string(v), codec)
+		}
+	}
+	_, err := Codec("brotli")
+	require.ErrorContains(t, err, `compression "brotli"`)
+}

@@ -20,6 +20,10 @@ import (
 // its sequence numbers start over with the topic's partitions).
 func (cfg Config) producer() (*kgo.Client, error) {
 	groupOf, bySource := cfg.Group, cfg.BySource
+	codec, err := Codec(cfg.Compression)
+	if err != nil {
+		return nil, fmt.Errorf("changelog: %w", err)
+	}
 	prod, err := kgo.NewClient(append(cfg.connOpts(),
 		kgo.RequiredAcks(kgo.AllISRAcks()), // the default, and what Write relies on
 		kgo.RecordPartitioner(kgo.BasicConsistentPartitioner(func(string) func(*kgo.Record, int) int {
@@ -37,7 +41,7 @@ func (cfg Config) producer() (*kgo.Client, error) {
 			}
 		})),
 		kgo.ProducerBatchMaxBytes(cfg.MaxRecordBytes),
-		kgo.ProducerBatchCompression(kgo.ZstdCompression(), kgo.NoCompression()),
+		kgo.ProducerBatchCompression(codec, kgo.NoCompression()),
 		kgo.ProducerLinger(0), // a write's records go at once; writes started during a round trip go in the next
 		kgo.MetadataMinAge(time.Second),
 	)...)
@@ -45,6 +49,27 @@ func (cfg Config) producer() (*kgo.Client, error) {
 		return nil, fmt.Errorf("changelog: %w", err)
 	}
 	return prod, nil
+}
+
+// Compressions are the codecs a changelog's records may be written with.
+var Compressions = []string{"none", "gzip", "snappy", "lz4", "zstd"}
+
+// Codec is the producer's codec of a compression name ("" is lz4, the
+// cheapest in CPU of those that compress JSON rows well).
+func Codec(name string) (kgo.CompressionCodec, error) {
+	switch name {
+	case "", "lz4":
+		return kgo.Lz4Compression(), nil
+	case "none":
+		return kgo.NoCompression(), nil
+	case "gzip":
+		return kgo.GzipCompression(), nil
+	case "snappy":
+		return kgo.SnappyCompression(), nil
+	case "zstd":
+		return kgo.ZstdCompression(), nil
+	}
+	return kgo.CompressionCodec{}, fmt.Errorf("compression %q: want one of %s", name, strings.Join(Compressions, ", "))
 }
 
 // partitionOf hashes a group onto one of n partitions (FNV-1a).
