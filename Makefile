@@ -75,7 +75,7 @@ corpus:
 
 # Every fuzz target of the module, each for FUZZTIME.
 FUZZ_PKGS ?= ./sessionlog ./cmd/dshtrace/internal/replay ./sessionlog/internal/jsontape ./receiver/sessionevent/internal/httpsource \
-	./exporter/sessionarchive/internal/archive ./sessionlog/sessionroot
+	./exporter/sessionarchive/internal/archive ./sessionlog/sessionroot ./extension/dshencoding
 
 fuzz:
 	@echo "== fuzz ($(FUZZTIME) per target)"

@@ -25,7 +25,7 @@ import (
 // receiverLogs builds the records the session_event receiver builds of a
 // log's rows (internal/logrecord), in messages of up to 100 rows, as the
 // kafka exporter is handed them.
-func receiverLogs(t *testing.T, path string) []plog.Logs {
+func receiverLogs(t testing.TB, path string) []plog.Logs {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	require.NoError(t, err)
@@ -235,6 +235,41 @@ func BenchmarkMarshal(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+		}
+	})
+}
+
+// FuzzUnmarshal: a message from the topic is read without a panic, and
+// what reads back is written again to the same logs.
+func FuzzUnmarshal(f *testing.F) {
+	paths := testcorpus.All(f)
+	for _, path := range paths[:min(4, len(paths))] {
+		for _, ld := range receiverLogs(f, path) {
+			b, err := marshal(ld)
+			require.NoError(f, err)
+			f.Add(bytes.Clone(b))
+		}
+	}
+	f.Add([]byte(magic))
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ld, err := unmarshal(b)
+		if err != nil {
+			return
+		}
+		again, err := marshal(ld)
+		if err != nil {
+			t.Fatalf("read back, the logs do not write: %v", err)
+		}
+		ld2, err := unmarshal(bytes.Clone(again))
+		if err != nil {
+			t.Fatalf("written again, the logs do not read: %v", err)
+		}
+		m := plog.ProtoMarshaler{}
+		want, _ := m.MarshalLogs(ld)
+		got, _ := m.MarshalLogs(ld2)
+		if !bytes.Equal(want, got) {
+			t.Fatal("the logs changed through a second write and read")
 		}
 	})
 }
