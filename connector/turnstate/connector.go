@@ -397,7 +397,8 @@ func (c *core) sweep(ctx context.Context) {
 		return nil
 	}})
 	switch {
-	case err == nil || errors.Is(err, errShutdown):
+	case err == nil || errors.Is(err, errShutdown) || ctx.Err() != nil:
+		// (A sweep cut short by the stop: the final pass follows.)
 	case errors.Is(err, errHeld), errors.Is(err, journal.ErrWrite):
 		// Said once when it began (held.go, the journal); the next pass
 		// tries again.
@@ -488,8 +489,18 @@ func (c *core) shutdown(ctx context.Context) error {
 // metrics_flush_interval, until stop.
 func (c *core) run() {
 	defer close(c.life.done)
+	// A stop cancels what the loop waits for: a sweep whose journal waits
+	// for an unreachable broker ends at once instead of holding up the
+	// shutdown (whose final pass writes what it must).
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	go func() {
+		select {
+		case <-c.life.stop:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	sweep := time.NewTicker(c.sweepInterval())
 	defer sweep.Stop()
 	flush := time.NewTicker(c.cfg.MetricsFlushInterval)

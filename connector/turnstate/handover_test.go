@@ -30,6 +30,7 @@ import (
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/journal"
 	"github.com/dshtrace/dshtrace/connector/turnstate/internal/metadata"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
+	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
 )
 
 // onChangelog is a started harness whose connector journals to the
@@ -756,4 +757,52 @@ func TestChangelogQuietPartitionAdopted(t *testing.T) {
 	assert.Zero(t, a.core().engine.Sessions(), "A let the session go")
 	a.shutdown()
 	b.shutdown()
+}
+
+// A stop while a sweep waits for a broker that does not answer (its
+// view's read to the topic's end) does not wait for the changelog's
+// timeout: the stop cancels the sweep, and the final pass follows at once.
+func TestShutdownCancelsASweepWaitingForTheBroker(t *testing.T) {
+	cluster := changelogtest.Cluster(t)
+	h := onChangelog(t, cluster, "a")
+	h.feedPartition(batches(sessionRecords(t, "waiting", 2, []testlog.Turn{{}}), 100)[0], 0, 0)
+	// From now on the broker does not answer a read of the topic's end
+	// offsets (the view's sync before each sweep) for a minute.
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	cluster.ControlKey(int16(kmsg.ListOffsets), func(kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		cluster.SleepControl(func() {
+			select {
+			case <-release:
+			case <-time.After(time.Minute):
+			}
+		})
+		return nil, nil, false
+	})
+	c := h.core()
+	var blocked bool
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if c.passMu.TryLock() {
+			c.passMu.Unlock()
+			continue
+		}
+		// A pass holds the lock for longer than a sweep takes with a
+		// broker: it waits for the one that is gone.
+		time.Sleep(500 * time.Millisecond)
+		if !c.passMu.TryLock() {
+			blocked = true
+			break
+		}
+		c.passMu.Unlock()
+	}
+	require.True(t, blocked, "no sweep came to wait for the broker")
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_ = h.toTr.Shutdown(ctx)
+	_ = h.toMt.Shutdown(ctx)
+	took := time.Since(began)
+	t.Logf("shutdown took %v with the sweep waiting for the broker (changelog timeout %v)", took.Round(time.Millisecond), h.cfg.Changelog.Timeout)
+	require.Less(t, took, h.cfg.Changelog.Timeout/2)
 }
