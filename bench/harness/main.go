@@ -26,6 +26,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -92,6 +93,31 @@ func readManifest(dir string) (*manifest, error) {
 		return nil, fmt.Errorf("%s/manifest.json: %v", dir, err)
 	}
 	return &m, nil
+}
+
+// openCorpus reads a corpus's manifest and lists its session files,
+// checking that they are the manifest's, and prints what it holds: the
+// preamble of every run over it.
+func openCorpus(dir string) (m *manifest, root string, files []string, err error) {
+	if m, err = readManifest(dir); err != nil {
+		return nil, "", nil, err
+	}
+	if root, err = filepath.Abs(dir); err != nil {
+		return nil, "", nil, err
+	}
+	if files, err = corpusFiles(root); err != nil {
+		return nil, "", nil, err
+	}
+	if len(files) != m.Files {
+		return nil, "", nil, fmt.Errorf("%s: %d session files, the manifest says %d", root, len(files), m.Files)
+	}
+	fmt.Printf("# corpus %s: %d files, %d rows, %d events, %.1f MiB, %d turns, %d spans of closed turns\n",
+		root, m.Files, m.Rows, m.Events, mib(m.Bytes), m.Turns, m.Spans)
+	var params bytes.Buffer
+	if json.Compact(&params, m.Params) == nil {
+		fmt.Printf("# generator params %s\n", params.String())
+	}
+	return m, root, files, nil
 }
 
 // corpusFiles are the corpus's session files, the same set both collectors'

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -49,26 +47,9 @@ func samplingCmd(ctx context.Context, args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	m, err := readManifest(*corpus)
+	m, root, files, err := openCorpus(*corpus)
 	if err != nil {
 		return err
-	}
-	root, err := filepath.Abs(*corpus)
-	if err != nil {
-		return err
-	}
-	files, err := corpusFiles(root)
-	if err != nil {
-		return err
-	}
-	if len(files) != m.Files {
-		return fmt.Errorf("%s: %d session files, the manifest says %d", root, len(files), m.Files)
-	}
-	fmt.Printf("# corpus %s: %d files, %d rows, %d events, %.1f MiB, %d turns, %d spans\n",
-		root, m.Files, m.Rows, m.Events, mib(m.Bytes), m.Turns, m.Spans)
-	var params bytes.Buffer
-	if json.Compact(&params, m.Params) == nil {
-		fmt.Printf("# generator params %s\n", params.String())
 	}
 
 	start := time.Now()

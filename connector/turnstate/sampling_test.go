@@ -2,12 +2,10 @@ package turnstate
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"testing"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/pmetrictest"
@@ -327,36 +325,8 @@ func TestSamplingHeldMemory(t *testing.T) {
 // oneStepManyCalls is a session whose open turn has one finished step
 // calling every tool of calls at once, read as the receiver does.
 func oneStepManyCalls(t *testing.T, session string, calls []testlog.Call) plog.Logs {
-	var b strings.Builder
-	fmt.Fprintf(&b, `{"type":"session","version":4,"id":%q,"createdAt":1,"isSeeded":false,"delegationDepth":0}`+"\n", session)
-	seq := 0
-	ev := func(typ, data, extra string) {
-		fmt.Fprintf(&b, `{"type":%q,"seq":%d,"time":%d,"data":%s%s}`+"\n", typ, seq, 1_800_000_000_000+int64(seq)*10, data, extra)
-		seq++
-	}
-	ev("turn/start", `{"turn":1}`, "")
-	ev("step/start", `{"turn":1,"step":1}`, "")
-	var content []string
-	for i, c := range calls {
-		args, _ := json.Marshal(c.Args)
-		content = append(content, fmt.Sprintf(`{"type":"tool-call","id":"call_%d","name":%q,"arguments":%s}`, i, c.Tool, args))
-	}
-	ev("assistant/message", `{"turn":1,"step":1,"message":{"id":"m1","role":"assistant","content":[`+strings.Join(content, ",")+
-		`],"source":{"kind":"model","provider":"p","model":"m"}},"usage":{"inputTokens":10,"outputTokens":2},"stream":[]}`, `,"surfaceOp":"append"`)
-	callSeq := map[int]int{}
-	for i, c := range calls {
-		args, _ := json.Marshal(c.Args)
-		callSeq[i] = seq
-		ev("tool/call", fmt.Sprintf(`{"turn":1,"step":1,"callId":"call_%d","name":%q,"arguments":%s}`, i, c.Tool, args), "")
-	}
-	for i, c := range calls {
-		text, _ := json.Marshal(c.Result)
-		ev("tool/result", fmt.Sprintf(`{"turn":1,"step":1,"message":{"id":"r%d","role":"tool","toolCallId":"call_%d","content":[{"type":"text","text":%s}],"source":{"kind":"tool","callId":"call_%d"}}}`,
-			i, i, text, i), fmt.Sprintf(`,"sourceEventSeqs":[%d],"surfaceOp":"append"`, callSeq[i]))
-	}
-	ev("step/end", `{"turn":1,"step":1}`, "")
 	p := filepath.Join(t.TempDir(), session+".jsonl")
-	require.NoError(t, os.WriteFile(p, []byte(b.String()), 0o644))
+	require.NoError(t, os.WriteFile(p, []byte(testlog.SynthParallel(session, calls)), 0o644))
 	ld, _ := buildRecords(t, p, session)
 	return ld
 }

@@ -11,29 +11,23 @@ import (
 // Synth writes a v4 session of turns turns, each with steps steps and
 // one tool call per step, the last turn left open when open is true.
 func Synth(session string, turns, steps int, open bool) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `{"type":"session","version":4,"id":%q,"createdAt":1,"isSeeded":false,"delegationDepth":0}`+"\n", session)
-	seq, tm := 0, int64(1_800_000_000_000)
-	ev := func(typ, data string, extra string) {
-		fmt.Fprintf(&b, `{"type":%q,"seq":%d,"time":%d,"data":%s%s}`+"\n", typ, seq, tm, data, extra)
-		seq++
-		tm += 10
-	}
+	l := newV4Log(session)
+	ev := l.event
 	for tn := 1; tn <= turns; tn++ {
 		ev("turn/start", fmt.Sprintf(`{"turn":%d}`, tn), "")
 		for st := 1; st <= steps; st++ {
 			ev("step/start", fmt.Sprintf(`{"turn":%d,"step":%d}`, tn, st), "")
 			call := fmt.Sprintf("c%d_%d", tn, st)
-			ev("assistant/message", fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"m%d","role":"assistant","content":[{"type":"tool-call","id":%q,"name":"bash","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"}},"usage":{"inputTokens":10,"outputTokens":2},"stream":[]}`, tn, st, seq, call), `,"surfaceOp":"append"`)
+			ev("assistant/message", fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"m%d","role":"assistant","content":[{"type":"tool-call","id":%q,"name":"bash","arguments":"{}"}],"source":{"kind":"model","provider":"p","model":"m"}},"usage":{"inputTokens":10,"outputTokens":2},"stream":[]}`, tn, st, l.seq, call), `,"surfaceOp":"append"`)
 			ev("tool/call", fmt.Sprintf(`{"turn":%d,"step":%d,"callId":%q,"name":"bash","arguments":"{}"}`, tn, st, call), "")
-			ev("tool/result", fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"r%d","role":"tool","toolCallId":%q,"content":[{"type":"text","text":"ok"}],"source":{"kind":"tool","callId":%q}}}`, tn, st, seq, call, call), fmt.Sprintf(`,"sourceEventSeqs":[%d],"surfaceOp":"append"`, seq-1))
+			ev("tool/result", fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"r%d","role":"tool","toolCallId":%q,"content":[{"type":"text","text":"ok"}],"source":{"kind":"tool","callId":%q}}}`, tn, st, l.seq, call, call), fmt.Sprintf(`,"sourceEventSeqs":[%d],"surfaceOp":"append"`, l.seq-1))
 			ev("step/end", fmt.Sprintf(`{"turn":%d,"step":%d}`, tn, st), "")
 		}
 		if tn < turns || !open {
 			ev("turn/end", fmt.Sprintf(`{"turn":%d,"reason":{"kind":"completed"}}`, tn), "")
 		}
 	}
-	return b.String()
+	return l.b.String()
 }
 
 // Source synthesizes a v4 session's events one at a time, as decoded
@@ -124,21 +118,15 @@ type Call struct {
 // SynthCalls writes a v4 session of one turn, one step per call, ended by
 // dsh when end is true: the turns that findings are made of.
 func SynthCalls(session string, calls []Call, end bool) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `{"type":"session","version":4,"id":%q,"createdAt":1,"isSeeded":false,"delegationDepth":0}`+"\n", session)
-	seq, tm := 0, int64(1_800_000_000_000)
-	ev := func(typ, data string, extra string) {
-		fmt.Fprintf(&b, `{"type":%q,"seq":%d,"time":%d,"data":%s%s}`+"\n", typ, seq, tm, data, extra)
-		seq++
-		tm += 10
-	}
+	l := newV4Log(session)
+	ev := l.event
 	ev("turn/start", `{"turn":1}`, "")
 	for i, c := range calls {
 		st := i + 1
 		id := fmt.Sprintf("call_%d", st)
 		args, _ := json.Marshal(c.Args)
 		ev("step/start", fmt.Sprintf(`{"turn":1,"step":%d}`, st), "")
-		ev("assistant/message", fmt.Sprintf(`{"turn":1,"step":%d,"message":{"id":"m%d","role":"assistant","content":[{"type":"tool-call","id":%q,"name":%q,"arguments":%s}],"source":{"kind":"model","provider":"p","model":"m"}},"usage":{"inputTokens":10,"outputTokens":2},"stream":[]}`, st, seq, id, c.Tool, args), `,"surfaceOp":"append"`)
+		ev("assistant/message", fmt.Sprintf(`{"turn":1,"step":%d,"message":{"id":"m%d","role":"assistant","content":[{"type":"tool-call","id":%q,"name":%q,"arguments":%s}],"source":{"kind":"model","provider":"p","model":"m"}},"usage":{"inputTokens":10,"outputTokens":2},"stream":[]}`, st, l.seq, id, c.Tool, args), `,"surfaceOp":"append"`)
 		ev("tool/call", fmt.Sprintf(`{"turn":1,"step":%d,"callId":%q,"name":%q,"arguments":%s}`, st, id, c.Tool, args), "")
 		if !c.NoResult {
 			text, _ := json.Marshal(c.Result)
@@ -146,14 +134,14 @@ func SynthCalls(session string, calls []Call, end bool) string {
 			if c.Failed {
 				errFlag = `,"isError":true`
 			}
-			ev("tool/result", fmt.Sprintf(`{"turn":1,"step":%d,"message":{"id":"r%d","role":"tool","toolCallId":%q,"content":[{"type":"text","text":%s}],"source":{"kind":"tool","callId":%q}%s}}`, st, seq, id, text, id, errFlag), fmt.Sprintf(`,"sourceEventSeqs":[%d],"surfaceOp":"append"`, seq-1))
+			ev("tool/result", fmt.Sprintf(`{"turn":1,"step":%d,"message":{"id":"r%d","role":"tool","toolCallId":%q,"content":[{"type":"text","text":%s}],"source":{"kind":"tool","callId":%q}%s}}`, st, l.seq, id, text, id, errFlag), fmt.Sprintf(`,"sourceEventSeqs":[%d],"surfaceOp":"append"`, l.seq-1))
 		}
 		ev("step/end", fmt.Sprintf(`{"turn":1,"step":%d}`, st), "")
 	}
 	if end {
 		ev("turn/end", `{"turn":1,"reason":{"kind":"completed"}}`, "")
 	}
-	return b.String()
+	return l.b.String()
 }
 
 // Turn is one turn of SynthTurns: End is its turn/end's reason as JSON
@@ -172,14 +160,8 @@ const Completed = `{"kind":"completed"}`
 // SynthTurns writes a v4 session of the given turns, steps steps each,
 // one tool call per step.
 func SynthTurns(session string, steps int, turns []Turn) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `{"type":"session","version":4,"id":%q,"createdAt":1,"isSeeded":false,"delegationDepth":0}`+"\n", session)
-	seq, tm := 0, int64(1_800_000_000_000)
-	ev := func(typ, data string, extra string) {
-		fmt.Fprintf(&b, `{"type":%q,"seq":%d,"time":%d,"data":%s%s}`+"\n", typ, seq, tm, data, extra)
-		seq++
-		tm += 10
-	}
+	l := newV4Log(session)
+	ev := l.event
 	for i, turn := range turns {
 		tn := i + 1
 		ev("turn/start", fmt.Sprintf(`{"turn":%d}`, tn), "")
@@ -190,14 +172,64 @@ func SynthTurns(session string, steps int, turns []Turn) string {
 			if turn.Loop {
 				args, result = `{\"path\":\"same\"}`, "same"
 			}
-			ev("assistant/message", fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"m%d","role":"assistant","content":[{"type":"tool-call","id":%q,"name":"read","arguments":"%s"}],"source":{"kind":"model","provider":"p","model":"m"}},"usage":{"inputTokens":10,"outputTokens":2},"stream":[]}`, tn, st, seq, call, args), `,"surfaceOp":"append"`)
+			ev("assistant/message", fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"m%d","role":"assistant","content":[{"type":"tool-call","id":%q,"name":"read","arguments":"%s"}],"source":{"kind":"model","provider":"p","model":"m"}},"usage":{"inputTokens":10,"outputTokens":2},"stream":[]}`, tn, st, l.seq, call, args), `,"surfaceOp":"append"`)
 			ev("tool/call", fmt.Sprintf(`{"turn":%d,"step":%d,"callId":%q,"name":"read","arguments":"%s"}`, tn, st, call, args), "")
-			ev("tool/result", fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"r%d","role":"tool","toolCallId":%q,"content":[{"type":"text","text":%q}],"source":{"kind":"tool","callId":%q}}}`, tn, st, seq, call, result, call), fmt.Sprintf(`,"sourceEventSeqs":[%d],"surfaceOp":"append"`, seq-1))
+			ev("tool/result", fmt.Sprintf(`{"turn":%d,"step":%d,"message":{"id":"r%d","role":"tool","toolCallId":%q,"content":[{"type":"text","text":%q}],"source":{"kind":"tool","callId":%q}}}`, tn, st, l.seq, call, result, call), fmt.Sprintf(`,"sourceEventSeqs":[%d],"surfaceOp":"append"`, l.seq-1))
 			ev("step/end", fmt.Sprintf(`{"turn":%d,"step":%d}`, tn, st), "")
 		}
 		if turn.End != "" {
 			ev("turn/end", fmt.Sprintf(`{"turn":%d,"reason":%s}`, tn, turn.End), "")
 		}
 	}
-	return b.String()
+	return l.b.String()
+}
+
+// SynthParallel writes a v4 session whose one turn, left open, has one
+// finished step that called every tool of calls at once.
+func SynthParallel(session string, calls []Call) string {
+	l := newV4Log(session)
+	l.event("turn/start", `{"turn":1}`, "")
+	l.event("step/start", `{"turn":1,"step":1}`, "")
+	content := make([]string, len(calls))
+	for i, c := range calls {
+		args, _ := json.Marshal(c.Args)
+		content[i] = fmt.Sprintf(`{"type":"tool-call","id":"call_%d","name":%q,"arguments":%s}`, i, c.Tool, args)
+	}
+	l.event("assistant/message", `{"turn":1,"step":1,"message":{"id":"m1","role":"assistant","content":[`+strings.Join(content, ",")+
+		`],"source":{"kind":"model","provider":"p","model":"m"}},"usage":{"inputTokens":10,"outputTokens":2},"stream":[]}`, `,"surfaceOp":"append"`)
+	callSeq := make([]int, len(calls))
+	for i, c := range calls {
+		args, _ := json.Marshal(c.Args)
+		callSeq[i] = l.seq
+		l.event("tool/call", fmt.Sprintf(`{"turn":1,"step":1,"callId":"call_%d","name":%q,"arguments":%s}`, i, c.Tool, args), "")
+	}
+	for i, c := range calls {
+		text, _ := json.Marshal(c.Result)
+		l.event("tool/result", fmt.Sprintf(`{"turn":1,"step":1,"message":{"id":"r%d","role":"tool","toolCallId":"call_%d","content":[{"type":"text","text":%s}],"source":{"kind":"tool","callId":"call_%d"}}}`,
+			i, i, text, i), fmt.Sprintf(`,"sourceEventSeqs":[%d],"surfaceOp":"append"`, callSeq[i]))
+	}
+	l.event("step/end", `{"turn":1,"step":1}`, "")
+	return l.b.String()
+}
+
+// v4Log writes a synthetic v4 session: its header, then events 10 ms of
+// log time apart, seq from 0.
+type v4Log struct {
+	b   strings.Builder
+	seq int // the next event's
+	tm  int64
+}
+
+func newV4Log(session string) *v4Log {
+	l := &v4Log{tm: 1_800_000_000_000}
+	fmt.Fprintf(&l.b, `{"type":"session","version":4,"id":%q,"createdAt":1,"isSeeded":false,"delegationDepth":0}`+"\n", session)
+	return l
+}
+
+// event writes one event row: data is its data member's JSON, extra any
+// members after it.
+func (l *v4Log) event(typ, data, extra string) {
+	fmt.Fprintf(&l.b, `{"type":%q,"seq":%d,"time":%d,"data":%s%s}`+"\n", typ, l.seq, l.tm, data, extra)
+	l.seq++
+	l.tm += 10
 }
