@@ -659,17 +659,25 @@ func TestChangelogDanglingOnlyByOwner(t *testing.T) {
 			// reaches B: B reads the changelog, restores the session and
 			// applies the rest of it (the turn's end) just after A's
 			// sweep looked at its view for the last time.
+			// The hook is set between passes (under the pass lock): the
+			// core's own sweep loop runs meanwhile.
+			hook := func(f func()) {
+				c := a.core()
+				c.passMu.Lock()
+				defer c.passMu.Unlock()
+				c.journal.(*journal.Changelog).SweepLooked = f
+			}
 			if tc.moveToB {
-				a.core().journal.(*journal.Changelog).SweepLooked = func() {
+				hook(func() {
 					for _, x := range quiet[off:] {
 						b.feedPartition(x, 0, off)
 						off++
 					}
-				}
+				})
 			}
 			a.clock.Advance(a.cfg.DanglingTimeout + time.Minute)
 			a.core().sweep(context.Background())
-			a.core().journal.(*journal.Changelog).SweepLooked = nil
+			hook(nil)
 			if tc.moveToB {
 				require.Equal(t, int64(1), b.selfSum(metadata.MetricSessionsRestored), "B restored the session")
 				a.core().sweep(context.Background())
