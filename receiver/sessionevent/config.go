@@ -19,6 +19,10 @@ type Config struct {
 	Files configoptional.Optional[FileConfig] `mapstructure:"files"`
 	// MaxLineBytes is the longest row accepted, from either source.
 	MaxLineBytes int `mapstructure:"max_line_bytes"`
+	// KafkaPartitions, when positive, is the partition count of the Kafka
+	// topic the records go to: every batch is delivered with the key of
+	// its sessions' partition in its client metadata (partitioned).
+	KafkaPartitions int `mapstructure:"kafka_partitions"`
 
 	_ struct{}
 }
@@ -47,6 +51,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxLineBytes <= 0 {
 		errs = append(errs, fmt.Errorf("max_line_bytes must be positive, got %d", c.MaxLineBytes))
+	}
+	if c.KafkaPartitions < 0 || c.KafkaPartitions > maxKafkaPartitions {
+		errs = append(errs, fmt.Errorf("kafka_partitions must be between 0 (off) and %d, got %d", maxKafkaPartitions, c.KafkaPartitions))
 	}
 	if h := c.HTTP.Get(); h != nil {
 		if h.ServerConfig.MaxRequestBodySize > 0 && h.ServerConfig.MaxRequestBodySize < int64(c.MaxLineBytes) {

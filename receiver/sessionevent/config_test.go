@@ -1,6 +1,7 @@
 package sessionevent
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -88,6 +89,14 @@ func TestConfigValidateFields(t *testing.T) {
 	cfg := httpOnlyConfig()
 	cfg.MaxLineBytes = 0
 	assert.ErrorContains(t, confmap.Validate(cfg), "max_line_bytes")
+	for _, n := range []int{-1, 4097} {
+		cfg = httpOnlyConfig()
+		cfg.KafkaPartitions = n
+		assert.ErrorContains(t, confmap.Validate(cfg), fmt.Sprintf("kafka_partitions must be between 0 (off) and 4096, got %d", n))
+	}
+	cfg = httpOnlyConfig()
+	cfg.KafkaPartitions = 4096
+	assert.NoError(t, confmap.Validate(cfg))
 	cfg = httpOnlyConfig()
 	cfg.HTTP.Get().ServerConfig.NetAddr.Endpoint = " "
 	assert.ErrorContains(t, confmap.Validate(cfg), "http: endpoint must not be empty")

@@ -40,6 +40,9 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*sessi
 		return nil, err
 	}
 	r := &sessionReceiver{tel: tel}
+	if cfg.KafkaPartitions > 0 {
+		next = newPartitioned(next, cfg.KafkaPartitions)
+	}
 	if hc := cfg.HTTP.Get(); hc != nil {
 		obs, err := newObsReport(set, metadata.TransportHTTP)
 		if err != nil {
