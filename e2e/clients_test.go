@@ -216,7 +216,7 @@ func TestSharingAKafkaDeployment(t *testing.T) {
 	}
 	awaitPartitions(t, ctx, nodes, procs...)
 	in := newCollector(t, dir, shippedConfig("kafka-ingest"), testConfig("kafka-ingest-clients")).
-		set("KAFKA_BROKERS", broker).set("STATE_DIR", filepath.Join(dir, "ingest-state")).
+		set("KAFKA_BROKERS", broker).set("KAFKA_PARTITIONS", strconv.Itoa(kafkaPartitions)).set("STATE_DIR", filepath.Join(dir, "ingest-state")).
 		set("AGENTS_HTPASSWD_FILE", agentsHtpasswd(t, dir))
 	procs = append(procs, in.start("ingest", procs...))
 

@@ -153,7 +153,7 @@ func runScaleWith(t *testing.T, run scaleRun) {
 		startNode(n)
 	}
 	in := newCollector(t, dir, shippedConfig("kafka-ingest")).
-		set("KAFKA_BROKERS", broker).set("STATE_DIR", filepath.Join(dir, "ingest-state"))
+		set("KAFKA_BROKERS", broker).set("KAFKA_PARTITIONS", strconv.Itoa(scalePartitions)).set("STATE_DIR", filepath.Join(dir, "ingest-state"))
 	ingest := in.start("ingest", append(backends, kfake)...)
 	backends = append(backends, ingest)
 	alive := func() []*process {

@@ -14,8 +14,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/dshtrace/dshtrace/extension/dshencoding"
+	"github.com/dshtrace/dshtrace/internal/clientid"
 	"github.com/dshtrace/dshtrace/internal/testcorpus"
 	"github.com/dshtrace/dshtrace/internal/turnengine"
 	"github.com/dshtrace/dshtrace/internal/turnrender"
@@ -32,7 +35,7 @@ type turnStateNode struct {
 
 // TestKafkaTwoTier runs the scale-out deployment of deploy/collector as
 // shipped (addresses from the environment): one ingest collector writing
-// session events to Kafka keyed by the session.id resource, and a consumer
+// session events to Kafka grouped by their session's partition, and a consumer
 // group of two turn_state collectors. Every session must be handled by
 // exactly one of them — all its turns built by the same node — and every
 // turn must reach Jaeger with exactly the span tree the engine computes.
@@ -61,7 +64,7 @@ func TestKafkaTwoTier(t *testing.T) {
 		procs = append(procs, n.c.start("turn-state-"+n.agent, procs...))
 	}
 	in := newCollector(t, dir, shippedConfig("kafka-ingest")).
-		set("KAFKA_BROKERS", broker).set("STATE_DIR", filepath.Join(dir, "ingest-state"))
+		set("KAFKA_BROKERS", broker).set("KAFKA_PARTITIONS", strconv.Itoa(kafkaPartitions)).set("STATE_DIR", filepath.Join(dir, "ingest-state"))
 	procs = append(procs, in.start("ingest", procs...))
 
 	// The group settles: every partition owned, each node owning some.
@@ -115,6 +118,8 @@ func TestKafkaTwoTier(t *testing.T) {
 			wantEvents += v
 		}
 	}
+	checkSessionTopic(t, ctx, broker, kafkaPartitions)
+
 	poll(t, "events counted once across the nodes", 30*time.Second, func() error {
 		sum := 0.0
 		for _, n := range nodes {
@@ -205,4 +210,74 @@ func ownedPartitions(ctx context.Context, url string) (int, error) {
 		}
 	}
 	return int(owned), nil
+}
+
+// checkSessionTopic reads the whole session topic as the ingest tier wrote
+// it and checks its keying: every message is keyed by a key that Kafka's
+// default partitioner (murmur2) sends to the partition it is in, every
+// session's records are in one partition — the one that partitioner gives
+// the session's key — and messages carry several sessions (the exporter
+// batched a partition's requests together).
+func checkSessionTopic(t *testing.T, ctx context.Context, broker string, partitions int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumeTopics("dsh-session-events"),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		fatalf(t, "session topic client: %v", err)
+	}
+	defer cl.Close()
+	murmur2 := kgo.StickyKeyPartitioner(nil).ForTopic("dsh-session-events")
+	partitionOf := func(key []byte) int32 { return int32(murmur2.Partition(&kgo.Record{Key: key}, partitions)) }
+	enc := &dshencoding.Encoding{}
+	where := map[string]map[int32]bool{} // session key → partitions holding its records
+	messages, multi, records := 0, 0, 0
+	for {
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		fs := cl.PollFetches(pctx)
+		cancel()
+		n := 0
+		fs.EachRecord(func(r *kgo.Record) {
+			n++
+			if got := partitionOf(r.Key); got != r.Partition {
+				t.Errorf("message at %d/%d keyed %q, which Kafka's default partitioner sends to partition %d", r.Partition, r.Offset, r.Key, got)
+			}
+			ld, err := enc.UnmarshalLogs(r.Value)
+			if err != nil {
+				t.Errorf("message at %d/%d: %v", r.Partition, r.Offset, err)
+				return
+			}
+			sessions := map[string]bool{}
+			for _, rl := range ld.ResourceLogs().All() {
+				a := rl.Resource().Attributes()
+				id, _ := a.Get("session.id")
+				user := ""
+				if v, ok := a.Get("enduser.id"); ok {
+					user = v.Str()
+				}
+				key := clientid.Key(user, id.Str())
+				sessions[key] = true
+				if where[key] == nil {
+					where[key] = map[int32]bool{}
+				}
+				where[key][r.Partition] = true
+				records += rl.ScopeLogs().At(0).LogRecords().Len()
+			}
+			messages++
+			if len(sessions) > 1 {
+				multi++
+			}
+		})
+		if n == 0 {
+			break
+		}
+	}
+	for key, parts := range where {
+		if want := partitionOf([]byte(key)); len(parts) != 1 || !parts[want] {
+			t.Errorf("session %q in partitions %v, want only %d (murmur2 of its key)", key, parts, want)
+		}
+	}
+	if multi == 0 {
+		t.Errorf("no message of %d holds more than one session: the ingest tier did not batch by partition", messages)
+	}
+	t.Logf("session topic: %d messages (%d of more than one session), %d records of %d sessions", messages, multi, records, len(where))
 }

@@ -480,7 +480,7 @@ func (b *bench) kafka() (result, error) {
 	}
 	b.procs = append(b.procs, kf)
 	common := []string{"KAFKA_BROKERS=127.0.0.1:" + port(0), "TELEMETRY_HOST=127.0.0.1",
-		"CHANGELOG_PARTITIONS=" + strconv.Itoa(b.o.partitions)}
+		"CHANGELOG_PARTITIONS=" + strconv.Itoa(b.o.partitions), "KAFKA_PARTITIONS=" + strconv.Itoa(b.o.partitions)}
 
 	statusFile := filepath.Join(b.dir, "status.json")
 	ts, err := b.deployConfig("kafka-turn-state.yaml")

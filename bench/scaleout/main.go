@@ -214,7 +214,7 @@ func once(o options, m manifest, sessions []benchproc.Session, n int, journal bo
 		}
 	}
 	common := []string{"KAFKA_BROKERS=" + brokers, "TELEMETRY_HOST=127.0.0.1",
-		"CHANGELOG_PARTITIONS=" + strconv.Itoa(o.partitions), "TRACES_OTLP_ENDPOINT=127.0.0.1:" + strconv.Itoa(ports[1])}
+		"CHANGELOG_PARTITIONS=" + strconv.Itoa(o.partitions), "KAFKA_PARTITIONS=" + strconv.Itoa(o.partitions), "TRACES_OTLP_ENDPOINT=127.0.0.1:" + strconv.Itoa(ports[1])}
 	type node struct {
 		p    *benchproc.Proc
 		self string
