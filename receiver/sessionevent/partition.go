@@ -73,9 +73,10 @@ func (c *partitioned) Capabilities() consumer.Capabilities {
 }
 
 // ConsumeLogs delivers ld in one batch per partition. The first refusal
-// ends the delivery and is returned: the sources deliver again what was
-// refused, and a receiver downstream reads a session's rows delivered
-// twice once (docs/design.md §3).
+// ends the delivery and is returned: the sources deliver the whole batch
+// again, and turn_state downstream applies each seq of a session once
+// (docs/design.md §6), so the partitions handed on before the refusal
+// cost a duplicate, not a double count.
 func (c *partitioned) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 	rls := ld.ResourceLogs()
 	if rls.Len() == 0 {
