@@ -4,7 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -14,6 +19,7 @@ import (
 
 	"github.com/dshtrace/dshtrace/internal/clientid"
 	"github.com/dshtrace/dshtrace/internal/logrecord"
+	"github.com/dshtrace/dshtrace/internal/testcorpus/testlog"
 )
 
 // TestPartitionKeys: the key found for each partition is one Kafka's
@@ -207,4 +213,130 @@ func TestPartitionedRefusal(t *testing.T) {
 	}
 	assert.ErrorIs(t, c.ConsumeLogs(context.Background(), logsOf(1, keys...)), refused)
 	assert.Len(t, sink.got, 1, "nothing handed on after the refusal")
+}
+
+// syncBatches is batches for a receiver's goroutines.
+type syncBatches struct {
+	mu sync.Mutex
+	b  batches
+}
+
+func (s *syncBatches) Capabilities() consumer.Capabilities { return consumer.Capabilities{} }
+
+func (s *syncBatches) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.ConsumeLogs(ctx, ld)
+}
+
+func (s *syncBatches) got() []batch {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.b.got)
+}
+
+// checkPartitioned: every batch is named by a partition's key and holds
+// only sessions of that partition, and all rows arrived.
+func checkPartitioned(t *testing.T, got []batch, n, rows int) (partitions int) {
+	t.Helper()
+	byKey := map[string]int{}
+	for p, k := range partitionKeys(n) {
+		byKey[k] = p
+	}
+	seen := map[int]bool{}
+	records := 0
+	for _, b := range got {
+		p, ok := byKey[b.key]
+		require.True(t, ok, "batch key %q is a partition's key", b.key)
+		for _, s := range b.sessions {
+			assert.Equal(t, p, kafkaPartition(s, n), "session %q in the batch of partition %d", s, p)
+		}
+		seen[p] = true
+		records += b.records
+	}
+	assert.Equal(t, rows, records, "every row once")
+	return len(seen)
+}
+
+// TestKafkaPartitionsBothSources: with kafka_partitions set, what either
+// transport delivers — HTTP requests of one session or of many (the lines
+// endpoint), the file tail's batches — is handed on by partition, under
+// the partition's key.
+func TestKafkaPartitionsBothSources(t *testing.T) {
+	const n = 4
+	var logs []string
+	rows := 0
+	for i := range 12 {
+		l := testlog.Synth(fmt.Sprintf("part-%02d", i), 2, 2, false)
+		logs = append(logs, l)
+		rows += len(nonBlankLines([]byte(l)))
+	}
+
+	t.Run("http", func(t *testing.T) {
+		sink := &syncBatches{}
+		cfg := httpOnlyConfig()
+		cfg.KafkaPartitions = n
+		s := start(t, cfg, sink, nil)
+		for i, l := range logs {
+			res := post(t, sessionURL(s, fmt.Sprintf("part-%02d", i)), []byte(l), "Content-Type", "application/x-ndjson")
+			require.Equal(t, http.StatusAccepted, res.status, "%v", res.body)
+		}
+		got := sink.got()
+		assert.Len(t, got, len(logs), "a request of one session: one batch")
+		assert.Greater(t, checkPartitioned(t, got, n, rows), 1, "the sessions spread over partitions")
+	})
+
+	t.Run("lines", func(t *testing.T) {
+		// One request of every session's events, interleaved, as SDK
+		// JSON-RPC notifications: split by partition on its way on.
+		var body []byte
+		events := 0
+		split := make([][]string, len(logs))
+		for i, l := range logs {
+			split[i] = nonBlankLines([]byte(l))[1:] // the header is not on the live wire
+		}
+		for k := 0; ; k++ {
+			more := false
+			for i := range split {
+				if k < len(split[i]) {
+					more = true
+					body = fmt.Appendf(body, `{"jsonrpc":"2.0","method":"session.event","params":{"sessionId":"part-%02d","event":%s}}`+"\n", i, split[i][k])
+					events++
+				}
+			}
+			if !more {
+				break
+			}
+		}
+		sink := &syncBatches{}
+		cfg := httpOnlyConfig()
+		cfg.KafkaPartitions = n
+		s := start(t, cfg, sink, nil)
+		res := post(t, s.url+"/v1/session-events", body, "Content-Type", "application/jsonl")
+		require.Equal(t, http.StatusAccepted, res.status, "%v", res.body)
+		require.Equal(t, events, res.int("accepted"))
+		got := sink.got()
+		parts := checkPartitioned(t, got, n, events)
+		assert.Greater(t, parts, 1, "the sessions spread over partitions")
+		assert.Len(t, got, parts, "one request: one batch per partition")
+	})
+
+	t.Run("files", func(t *testing.T) {
+		dir := t.TempDir()
+		for i, l := range logs {
+			writeFile(t, filepath.Join(dir, fmt.Sprintf("part-%02d", i), "session.v4.jsonl"), []byte(l))
+		}
+		sink := &syncBatches{}
+		cfg := filesOnlyConfig(filepath.Join(dir, "*", "session*.jsonl"), nil)
+		cfg.KafkaPartitions = n
+		start(t, cfg, sink, nil)
+		require.Eventually(t, func() bool {
+			total := 0
+			for _, b := range sink.got() {
+				total += b.records
+			}
+			return total >= rows
+		}, 30*time.Second, 10*time.Millisecond)
+		assert.Greater(t, checkPartitioned(t, sink.got(), n, rows), 1, "the sessions spread over partitions")
+	})
 }
