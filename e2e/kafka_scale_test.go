@@ -600,14 +600,27 @@ func postScale(ingest, id string, body []byte) (int, int, error) {
 // changelogSize reads the whole changelog topic (kfake does not compact
 // unless told to, so this is everything written) and sums its records and
 // their bytes.
-func changelogSize(t *testing.T, ctx context.Context, broker string) (int, int) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumeTopics("dsh-turn-state-changelog"),
+func changelogSize(t *testing.T, ctx context.Context, broker string) (records, size int) {
+	readTopic(t, ctx, broker, "dsh-turn-state-changelog", func(r *kgo.Record) {
+		records++
+		size += len(r.Key) + len(r.Value)
+		for _, h := range r.Headers {
+			size += len(h.Key) + len(h.Value)
+		}
+	})
+	return records, size
+}
+
+// readTopic hands each record of a topic to each, from the start of every
+// partition until a poll of 3 s brings nothing more.
+func readTopic(t *testing.T, ctx context.Context, broker, topic string, each func(*kgo.Record)) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if err != nil {
-		fatalf(t, "changelog client: %v", err)
+		fatalf(t, "%s client: %v", topic, err)
 	}
 	defer cl.Close()
-	records, size := 0, 0
 	for {
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		fs := cl.PollFetches(pctx)
@@ -615,14 +628,10 @@ func changelogSize(t *testing.T, ctx context.Context, broker string) (int, int) 
 		n := 0
 		fs.EachRecord(func(r *kgo.Record) {
 			n++
-			size += len(r.Key) + len(r.Value)
-			for _, h := range r.Headers {
-				size += len(h.Key) + len(h.Value)
-			}
+			each(r)
 		})
-		records += n
 		if n == 0 {
-			return records, size
+			return
 		}
 	}
 }

@@ -220,57 +220,41 @@ func ownedPartitions(ctx context.Context, url string) (int, error) {
 // batched a partition's requests together).
 func checkSessionTopic(t *testing.T, ctx context.Context, broker string, partitions int) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(broker), kgo.ConsumeTopics("dsh-session-events"),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	if err != nil {
-		fatalf(t, "session topic client: %v", err)
-	}
-	defer cl.Close()
 	murmur2 := kgo.StickyKeyPartitioner(nil).ForTopic("dsh-session-events")
 	partitionOf := func(key []byte) int32 { return int32(murmur2.Partition(&kgo.Record{Key: key}, partitions)) }
 	enc := &dshencoding.Encoding{}
 	where := map[string]map[int32]bool{} // session key → partitions holding its records
 	messages, multi, records := 0, 0, 0
-	for {
-		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-		fs := cl.PollFetches(pctx)
-		cancel()
-		n := 0
-		fs.EachRecord(func(r *kgo.Record) {
-			n++
-			if got := partitionOf(r.Key); got != r.Partition {
-				t.Errorf("message at %d/%d keyed %q, which Kafka's default partitioner sends to partition %d", r.Partition, r.Offset, r.Key, got)
-			}
-			ld, err := enc.UnmarshalLogs(r.Value)
-			if err != nil {
-				t.Errorf("message at %d/%d: %v", r.Partition, r.Offset, err)
-				return
-			}
-			sessions := map[string]bool{}
-			for _, rl := range ld.ResourceLogs().All() {
-				a := rl.Resource().Attributes()
-				id, _ := a.Get("session.id")
-				user := ""
-				if v, ok := a.Get("enduser.id"); ok {
-					user = v.Str()
-				}
-				key := clientid.Key(user, id.Str())
-				sessions[key] = true
-				if where[key] == nil {
-					where[key] = map[int32]bool{}
-				}
-				where[key][r.Partition] = true
-				records += rl.ScopeLogs().At(0).LogRecords().Len()
-			}
-			messages++
-			if len(sessions) > 1 {
-				multi++
-			}
-		})
-		if n == 0 {
-			break
+	readTopic(t, ctx, broker, "dsh-session-events", func(r *kgo.Record) {
+		if got := partitionOf(r.Key); got != r.Partition {
+			t.Errorf("message at %d/%d keyed %q, which Kafka's default partitioner sends to partition %d", r.Partition, r.Offset, r.Key, got)
 		}
-	}
+		ld, err := enc.UnmarshalLogs(r.Value)
+		if err != nil {
+			t.Errorf("message at %d/%d: %v", r.Partition, r.Offset, err)
+			return
+		}
+		sessions := map[string]bool{}
+		for _, rl := range ld.ResourceLogs().All() {
+			a := rl.Resource().Attributes()
+			id, _ := a.Get("session.id")
+			user := ""
+			if v, ok := a.Get("enduser.id"); ok {
+				user = v.Str()
+			}
+			key := clientid.Key(user, id.Str())
+			sessions[key] = true
+			if where[key] == nil {
+				where[key] = map[int32]bool{}
+			}
+			where[key][r.Partition] = true
+			records += rl.ScopeLogs().At(0).LogRecords().Len()
+		}
+		messages++
+		if len(sessions) > 1 {
+			multi++
+		}
+	})
 	for key, parts := range where {
 		if want := partitionOf([]byte(key)); len(parts) != 1 || !parts[want] {
 			t.Errorf("session %q in partitions %v, want only %d (murmur2 of its key)", key, parts, want)
