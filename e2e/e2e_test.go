@@ -218,23 +218,28 @@ func (e *endToEnd) spanTrees(t *testing.T) {
 	}
 }
 
+// awaitSeries waits up to a minute for Prometheus to hold exactly the
+// series want (from the exporter's job), and returns what still differs.
+func awaitSeries(t *testing.T, ctx context.Context, prom string, want map[string]float64) []string {
+	t.Helper()
+	var diffs []string
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		got, err := storedSeries(ctx, prom, exporterJob, want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diffs = diffSeries(want, got); len(diffs) == 0 || time.Now().After(deadline) {
+			return diffs
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 // metrics checks every expected series in Prometheus, and the hand-checked facts
 // behind the numbers.
 func (e *endToEnd) metrics(t *testing.T) {
 	ctx, want := e.ctx, e.want
-	wantSeries := expectedSeries(want.metrics)
-	var diffs []string
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		got, err := storedSeries(ctx, e.prom, exporterJob, wantSeries)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diffs = diffSeries(wantSeries, got); len(diffs) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	diffs := awaitSeries(t, ctx, e.prom, expectedSeries(want.metrics))
 	for _, d := range diffs {
 		t.Error(d)
 	}

@@ -21,18 +21,10 @@ import (
 // samplingRatio is the session_ratio of the sampling scenarios.
 const samplingRatio = 0.3
 
-// mixedTurns are a synthetic session's turns: clean ones, an error, a tool
-// loop (a finding), a max-tokens stop, and a last turn left open (closed
-// as dangling).
-var mixedTurns = []testlog.Turn{
-	{End: testlog.Completed},
-	{End: `{"kind":"error","error":{"message":"rate limited","code":"RATE_LIMIT"}}`},
-	{End: testlog.Completed},
-	{End: testlog.Completed, Loop: true},
-	{End: `{"kind":"max-tokens"}`},
-	{End: testlog.Completed},
-	{},
-}
+// mixedTurns are a synthetic session's turns: testlog.MixedTurns (clean
+// ones, an error, a tool loop, a max-tokens stop) and a last turn left open
+// (closed as dangling).
+var mixedTurns = append(testlog.MixedTurns(), testlog.Turn{})
 
 // samplingSessions are the suite's posted corpus sessions and n synthetic
 // sessions of mixed outcomes, all sent over HTTP.
@@ -201,18 +193,7 @@ func TestSampling(t *testing.T) {
 	postInParts(t, c.ingestURL(), ss)
 	checkSampled(t, ctx, j.query(), s, plan, procs...)
 
-	wantSeries := expectedSeries(want.metrics)
-	var diffs []string
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		got, err := storedSeries(ctx, prom.url, exporterJob, wantSeries)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diffs = diffSeries(wantSeries, got); len(diffs) == 0 || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	diffs := awaitSeries(t, ctx, prom.url, expectedSeries(want.metrics))
 	for _, d := range diffs {
 		t.Errorf("metrics with sampling: %s", d)
 	}

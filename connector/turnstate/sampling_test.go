@@ -21,16 +21,8 @@ import (
 	"github.com/dshtrace/dshtrace/internal/turnrender"
 )
 
-// mixedTurns are a session's turns of mixed outcomes: clean ones, an
-// error, a tool loop (a finding) and a max-tokens stop.
-var mixedTurns = []testlog.Turn{
-	{End: testlog.Completed},
-	{End: `{"kind":"error","error":{"message":"rate limited","code":"RATE_LIMIT"}}`},
-	{End: testlog.Completed},
-	{End: testlog.Completed, Loop: true},
-	{End: `{"kind":"max-tokens"}`},
-	{End: testlog.Completed},
-}
+// mixedTurns are a session's turns of mixed outcomes (testlog.MixedTurns).
+var mixedTurns = testlog.MixedTurns()
 
 // wentWrong reports whether mixedTurns[n-1] must be kept whatever the ratio.
 func wentWrong(n int64) bool { return n == 2 || n == 4 || n == 5 }

@@ -157,6 +157,20 @@ type Turn struct {
 // Completed is the reason of a turn that finished normally.
 const Completed = `{"kind":"completed"}`
 
+// MixedTurns are a session's turns of mixed outcomes, for the tests of
+// what went wrong: clean ones, an error, a tool loop (a finding) and a
+// max-tokens stop.
+func MixedTurns() []Turn {
+	return []Turn{
+		{End: Completed},
+		{End: `{"kind":"error","error":{"message":"rate limited","code":"RATE_LIMIT"}}`},
+		{End: Completed},
+		{End: Completed, Loop: true},
+		{End: `{"kind":"max-tokens"}`},
+		{End: Completed},
+	}
+}
+
 // SynthTurns writes a v4 session of the given turns, steps steps each,
 // one tool call per step.
 func SynthTurns(session string, steps int, turns []Turn) string {
